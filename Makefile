@@ -1,0 +1,63 @@
+# Run `make` or `make help` for the list of targets. Hydra overrides go in ARGS:
+#   make train ARGS="model=tiny trainer.max_steps=100"
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+# torch is installed before the project so that its `torch>=2.3` is already met: the pinned CPU
+# wheel here; on a CUDA machine, e.g. `make setup TORCH_SPEC=torch`.
+TORCH_SPEC ?= torch==2.13.0
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+ARGS ?=
+LOGDIR ?= runs
+
+.PHONY: help setup data tokenizer train translate eval tensorboard test test-full lint bench clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+setup: $(STAMP) ## Create .venv and install torch, then the project with dev extras (once)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+data: setup ## Fetch a dataset into data/raw/ (downloads, or copies from DATA_MIRROR)
+	$(PY) scripts/prepare_data.py $(ARGS)
+
+tokenizer: setup ## Train the BPE tokenizer(s) on the dataset's train split
+	$(PY) scripts/train_tokenizer.py $(ARGS)
+
+train: setup ## Fetch data and train the default model (resumes an existing run)
+	$(PY) scripts/train.py $(ARGS)
+
+translate: setup ## Translate stdin line by line with the newest best checkpoint
+	$(PY) scripts/translate.py $(ARGS)
+
+eval: setup ## Score a checkpoint on a held-out split (BLEU ja-mecab, chrF)
+	$(PY) scripts/evaluate.py $(ARGS)
+
+tensorboard: setup ## Serve the TensorBoard logs of every run under runs/
+	$(VENV)/bin/tensorboard --logdir $(LOGDIR)
+
+test: setup ## Run the fast tests (everything not marked slow)
+	$(PY) -m pytest -m "not slow" $(ARGS)
+
+test-full: setup ## Run every test, the slow ones too
+	$(PY) -m pytest $(ARGS)
+
+lint: setup ## Check style with ruff
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: setup ## Run every scripts/bench_*.py benchmark
+	@benches=$$(ls scripts/bench_*.py 2>/dev/null); \
+	if [ -z "$$benches" ]; then echo "make bench: no benchmark has landed yet (scripts/bench_*.py)" >&2; exit 2; fi; \
+	for bench in $$benches; do echo "== $$bench"; $(PY) $$bench $(ARGS) || exit $$?; done
+
+clean: ## Remove the virtual environment and caches (keeps data/ and runs/)
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,182 @@
+"""Fetch a dataset's raw files into `data/raw/<name>/`: download, or copy from a local mirror.
+
+A mirror is a directory laid out as `<mirror>/<dataset name>/<file>`; it is how machines without
+internet access (and the tests) get the corpora. Every file is checked against the size and
+checksum in its config after it arrives, and written atomically, so a partial download is never
+mistaken for a complete one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from tqdm import tqdm
+
+from llm_from_scratch.data.config import DataConfig, DataFile
+from llm_from_scratch.errors import DataSourceError
+
+CHUNK_BYTES = 1 << 20
+
+
+def dataset_dir(cfg: DataConfig) -> Path:
+    """Where the raw files of `cfg` live once fetched."""
+    return Path(cfg.raw_dir) / cfg.name
+
+
+def mirror_dir(cfg: DataConfig) -> Path | None:
+    """The mirror directory for `cfg` (`data.mirror`, else `$DATA_MIRROR`), or None."""
+    mirror = cfg.mirror or os.environ.get("DATA_MIRROR")
+    return Path(mirror).expanduser() / cfg.name if mirror else None
+
+
+def fetch_dataset(cfg: DataConfig) -> Path:
+    """Make sure every raw file of `cfg` is present and verified; return the dataset directory."""
+    target = dataset_dir(cfg)
+    mirror = mirror_dir(cfg)
+    if cfg.source == "hub":
+        _fetch_hub(cfg, target, mirror)
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    for file in cfg.files:
+        destination = target / file.name
+        if destination.is_file() and _matches(destination, file):
+            continue
+        if mirror is not None:
+            _copy_from_mirror(mirror / file.name, destination, file)
+        elif file.url:
+            download(file.url, destination, file)
+        else:
+            raise DataSourceError(
+                f"{cfg.name}/{file.name} has no download URL (the dataset is local-only); set "
+                f"DATA_MIRROR (or data.mirror) to a directory that holds {cfg.name}/{file.name}"
+            )
+    return target
+
+
+def download(url: str, destination: Path, expected: DataFile | None = None) -> None:
+    """Stream `url` (http(s) or file://) to `destination` with a progress bar, then verify it."""
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            length = response.headers.get("Content-Length")
+            total = int(length) if length else None
+            with (
+                _atomic_writer(destination) as out,
+                tqdm(
+                    total=total, unit="B", unit_scale=True, desc=destination.name, leave=False
+                ) as progress,
+            ):
+                while chunk := response.read(CHUNK_BYTES):
+                    out.write(chunk)
+                    progress.update(len(chunk))
+                out.flush()
+                received = out.tell()
+                if total is not None and received != total:
+                    raise DataSourceError(
+                        f"download of {url} stopped early: {received} of {total} bytes"
+                    )
+                if expected is not None:
+                    _verify(Path(out.name), expected, origin=url)
+    except (urllib.error.URLError, OSError) as error:
+        raise DataSourceError(
+            f"cannot download {url}: {error}. Without internet access, set DATA_MIRROR to a "
+            "directory holding <dataset name>/<file> copies"
+        ) from error
+
+
+def _copy_from_mirror(source: Path, destination: Path, expected: DataFile) -> None:
+    if not source.is_file():
+        raise DataSourceError(
+            f"{source} not found: DATA_MIRROR (or data.mirror) must point to a directory that "
+            f"holds {source.parent.name}/{source.name}"
+        )
+    with source.open("rb") as src, _atomic_writer(destination) as out:
+        shutil.copyfileobj(src, out, CHUNK_BYTES)
+        out.flush()
+        _verify(Path(out.name), expected, origin=str(source))
+
+
+def _fetch_hub(cfg: DataConfig, target: Path, mirror: Path | None) -> None:
+    """Hub datasets are kept as a `save_to_disk` directory; a mirror holds such a directory."""
+    if (target / "dataset_dict.json").is_file() or (target / "dataset_info.json").is_file():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if mirror is not None:
+        if not mirror.is_dir():
+            raise DataSourceError(
+                f"{mirror} not found: DATA_MIRROR (or data.mirror) must point to a directory that "
+                f"holds {cfg.name}/, a copy saved with datasets' save_to_disk"
+            )
+        shutil.copytree(mirror, target, dirs_exist_ok=True)
+        return
+    import datasets  # imported here: loading it costs seconds, and only hub datasets need it
+
+    try:
+        dataset = datasets.load_dataset(cfg.hub_id, cfg.hub_config)
+    except (ConnectionError, OSError, FileNotFoundError) as error:
+        raise DataSourceError(
+            f"cannot load {cfg.hub_id!r} from the Hugging Face hub: {error}. Without internet "
+            f"access, set DATA_MIRROR to a directory holding {cfg.name}/ saved with save_to_disk"
+        ) from error
+    dataset.save_to_disk(str(target))
+
+
+def _matches(path: Path, expected: DataFile) -> bool:
+    try:
+        _verify(path, expected, origin=str(path))
+    except DataSourceError:
+        return False
+    return True
+
+
+def _verify(path: Path, expected: DataFile, origin: str) -> None:
+    size = path.stat().st_size
+    if expected.bytes is not None and size != expected.bytes:
+        raise DataSourceError(
+            f"{origin}: expected {expected.bytes} bytes for {expected.name}, got {size}"
+        )
+    if expected.sha256 is not None:
+        digest = _sha256(path)
+        if digest != expected.sha256:
+            raise DataSourceError(
+                f"{origin}: sha256 of {expected.name} is {digest}, expected {expected.sha256}"
+            )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextmanager
+def _atomic_writer(destination: Path) -> Iterator[IO[bytes]]:
+    """A temporary file beside `destination` that replaces it only when the block succeeds."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    file = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed below, renamed on success)
+        dir=destination.parent, prefix=f".{destination.name}.", delete=False
+    )
+    try:
+        with file:
+            yield file
+    except BaseException:
+        Path(file.name).unlink(missing_ok=True)
+        raise
+    os.chmod(file.name, 0o666 & ~_umask())  # temporary files are private; the result should not be
+    os.replace(file.name, destination)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,31 @@
+"""Schema of the `decode` config group (`configs/decode/*.yaml`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_from_scratch.errors import ConfigError
+
+
+@dataclass
+class DecodeConfig:
+    beam_size: int = 5  # 1 is greedy search
+    nbest: int = 1
+    length_penalty: float = 0.6  # GNMT alpha; 0 disables
+    max_len_a: float = 1.5  # output length limit: a * source_length + b
+    max_len_b: int = 10
+    no_repeat_ngram_size: int = 0  # 0 disables
+    batch_tokens: int = 8000
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ConfigError(f"decode.beam_size={self.beam_size} must be at least 1")
+        if not 1 <= self.nbest <= self.beam_size:
+            raise ConfigError(
+                f"decode.nbest={self.nbest} must be between 1 and decode.beam_size={self.beam_size}"
+            )
+        if self.max_len_a < 0 or self.max_len_b < 1:
+            raise ConfigError(
+                f"decode.max_len_a={self.max_len_a} must be >= 0 and "
+                f"decode.max_len_b={self.max_len_b} >= 1"
+            )

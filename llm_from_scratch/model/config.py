@@ -1,0 +1,38 @@
+"""Schema of the `model` config group (`configs/model/*.yaml`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_from_scratch.errors import ConfigError
+
+ACTIVATIONS = ("relu", "gelu")
+
+
+@dataclass
+class ModelConfig:
+    d_model: int = 256
+    n_heads: int = 4
+    n_encoder_layers: int = 3
+    n_decoder_layers: int = 3
+    d_ff: int = 1024
+    dropout: float = 0.1
+    activation: str = "relu"
+    norm_first: bool = True  # pre-LN; False reproduces the paper's post-LN
+    tie_embeddings: bool = True  # decoder input/output; all three when the vocabulary is shared
+    max_positions: int = 512
+
+    def __post_init__(self) -> None:
+        for key in ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"model.{key}={getattr(self, key)} must be at least 1")
+        if self.d_model % self.n_heads:
+            raise ConfigError(
+                f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"model.dropout={self.dropout} must be in [0, 1)")
+        if self.activation not in ACTIVATIONS:
+            raise ConfigError(
+                f"model.activation={self.activation!r} must be one of {', '.join(ACTIVATIONS)}"
+            )

@@ -1,0 +1,49 @@
+"""Schema of the `trainer` config group (`configs/trainer/*.yaml`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_from_scratch.errors import ConfigError
+
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+SCHEDULES = ("inverse_sqrt", "cosine")
+
+
+@dataclass
+class TrainerConfig:
+    run_dir: str = "runs/default"
+    seed: int = 1234
+    device: str = "auto"  # auto: CUDA when available, else CPU
+    precision: str = "auto"
+    compile: bool = False
+    max_steps: int = 10_000
+    max_epochs: int | None = None
+    max_time: float | None = None  # seconds
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    schedule: str = "inverse_sqrt"
+    warmup_steps: int = 1000
+    label_smoothing: float = 0.1
+    accumulation_steps: int = 1
+    clip_norm: float = 1.0
+    eval_every: int = 500
+    save_every: int = 500
+    patience: int | None = None  # evaluations without a dev-BLEU improvement before stopping
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"trainer.precision={self.precision!r} must be one of {', '.join(PRECISIONS)}"
+            )
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(
+                f"trainer.schedule={self.schedule!r} must be one of {', '.join(SCHEDULES)}"
+            )
+        for key in ("max_steps", "accumulation_steps", "eval_every", "save_every"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"trainer.{key}={getattr(self, key)} must be at least 1")
+        if self.lr <= 0:
+            raise ConfigError(f"trainer.lr={self.lr} must be positive")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError(f"trainer.label_smoothing={self.label_smoothing} must be in [0, 1)")

@@ -1,0 +1,20 @@
+"""Train the BPE tokenizer(s) on a dataset's train split: `make tokenizer`."""
+
+import hydra
+from omegaconf import DictConfig
+
+from llm_from_scratch.cli import exit_on_user_error, import_stage
+from llm_from_scratch.config import TokenizerJobConfig, resolve
+from llm_from_scratch.data.sources import fetch_dataset
+
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="train_tokenizer")
+def main(cfg: DictConfig) -> None:
+    with exit_on_user_error():
+        config = resolve(cfg, TokenizerJobConfig)
+        fetch_dataset(config.data)
+        import_stage("tokenizer.training_job", "tokenizer").run(config)
+
+
+if __name__ == "__main__":
+    main()
