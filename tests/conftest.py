@@ -1,0 +1,35 @@
+"""Shared fixtures: Hydra composition of the project's configs, the corpus mirror."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+import llm_from_scratch.config  # noqa: F401  (registers the schemas in Hydra's ConfigStore)
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+
+@pytest.fixture
+def compose_config() -> Callable[..., DictConfig]:
+    """Compose `configs/<name>.yaml` with overrides, as the scripts do."""
+
+    def _compose(name: str = "train", overrides: list[str] | None = None) -> DictConfig:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            return compose(config_name=name, overrides=overrides or [])
+
+    return _compose
+
+
+@pytest.fixture
+def corpus_mirror() -> Path:
+    """The corpus directory `DATA_MIRROR` names (CI sets it); tests needing it skip without."""
+    mirror = os.environ.get("DATA_MIRROR")
+    if not mirror or not Path(mirror).is_dir():
+        pytest.skip("DATA_MIRROR is not set to a corpus directory")
+    return Path(mirror).resolve()

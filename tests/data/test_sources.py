@@ -1,0 +1,148 @@
+"""Fetching raw files: file:// downloads, mirror copies, verification, and clear failures."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from llm_from_scratch.data.config import DataConfig, DataFile
+from llm_from_scratch.data.sources import dataset_dir, download, fetch_dataset
+from llm_from_scratch.errors import ConfigError, DataSourceError
+
+CONTENTS = {"train.en": b"hello .\nhow are you ?\n", "train.ja": "こんにちは 。\n元気 ?\n".encode()}
+
+
+def describe(name: str, data: bytes, url: str | None = None) -> DataFile:
+    return DataFile(name=name, url=url, bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Path:
+    """A directory standing in for the dataset's home on the web, reached with file:// URLs."""
+    root = tmp_path / "upstream"
+    root.mkdir()
+    for name, data in CONTENTS.items():
+        (root / name).write_bytes(data)
+    return root
+
+
+def url_config(upstream: Path, raw_dir: Path, **changes) -> DataConfig:
+    files = [describe(n, d, (upstream / n).as_uri()) for n, d in CONTENTS.items()]
+    return DataConfig(name="toy", source="urls", files=files, raw_dir=str(raw_dir), **changes)
+
+
+def test_download_from_file_urls(upstream, tmp_path, monkeypatch):
+    monkeypatch.delenv("DATA_MIRROR", raising=False)
+    cfg = url_config(upstream, tmp_path / "raw")
+    directory = fetch_dataset(cfg)
+    assert directory == tmp_path / "raw" / "toy"
+    for name, data in CONTENTS.items():
+        assert (directory / name).read_bytes() == data
+    assert sorted(p.name for p in directory.iterdir()) == sorted(CONTENTS)  # no temp files left
+
+
+def test_verified_files_are_not_fetched_again(upstream, tmp_path, monkeypatch):
+    monkeypatch.delenv("DATA_MIRROR", raising=False)
+    cfg = url_config(upstream, tmp_path / "raw")
+    fetch_dataset(cfg)
+    for name in CONTENTS:
+        (upstream / name).unlink()
+    fetch_dataset(cfg)  # would fail if it tried to download again
+
+
+def test_corrupt_local_copy_is_replaced(upstream, tmp_path, monkeypatch):
+    monkeypatch.delenv("DATA_MIRROR", raising=False)
+    cfg = url_config(upstream, tmp_path / "raw")
+    directory = fetch_dataset(cfg)
+    (directory / "train.en").write_bytes(b"truncated")
+    fetch_dataset(cfg)
+    assert (directory / "train.en").read_bytes() == CONTENTS["train.en"]
+
+
+def test_size_mismatch_fails_and_leaves_nothing(upstream, tmp_path):
+    expected = DataFile(name="train.en", bytes=999)
+    destination = tmp_path / "out" / "train.en"
+    with pytest.raises(DataSourceError, match=r"expected 999 bytes for train\.en, got 22"):
+        download((upstream / "train.en").as_uri(), destination, expected)
+    assert not destination.exists()
+    assert list(destination.parent.iterdir()) == []
+
+
+def test_checksum_mismatch_fails(upstream, tmp_path):
+    expected = DataFile(name="train.en", sha256="0" * 64)
+    with pytest.raises(DataSourceError, match=r"sha256 of train\.en"):
+        download((upstream / "train.en").as_uri(), tmp_path / "train.en", expected)
+
+
+def test_unreachable_url_names_data_mirror(tmp_path):
+    with pytest.raises(DataSourceError, match="DATA_MIRROR"):
+        download((tmp_path / "absent").as_uri(), tmp_path / "x")
+
+
+def test_mirror_is_used_instead_of_urls(upstream, tmp_path, monkeypatch):
+    mirror = tmp_path / "mirror"
+    (mirror / "toy").mkdir(parents=True)
+    for name, data in CONTENTS.items():
+        (mirror / "toy" / name).write_bytes(data)
+    monkeypatch.setenv("DATA_MIRROR", str(mirror))
+    cfg = url_config(upstream, tmp_path / "raw")
+    for name in CONTENTS:
+        (upstream / name).unlink()  # only the mirror can supply them now
+    directory = fetch_dataset(cfg)
+    assert (directory / "train.ja").read_bytes() == CONTENTS["train.ja"]
+
+
+def test_config_mirror_overrides_environment(upstream, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATA_MIRROR", str(tmp_path / "nowhere"))
+    mirror = tmp_path / "mirror"
+    (mirror / "toy").mkdir(parents=True)
+    for name, data in CONTENTS.items():
+        (mirror / "toy" / name).write_bytes(data)
+    fetch_dataset(url_config(upstream, tmp_path / "raw", mirror=str(mirror)))
+
+
+def test_missing_mirror_file_names_data_mirror(upstream, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATA_MIRROR", str(tmp_path / "empty-mirror"))
+    with pytest.raises(DataSourceError, match=r"DATA_MIRROR .* must point to .*toy/train\.en"):
+        fetch_dataset(url_config(upstream, tmp_path / "raw"))
+
+
+def test_local_only_dataset_without_mirror_names_data_mirror(tmp_path, monkeypatch):
+    monkeypatch.delenv("DATA_MIRROR", raising=False)
+    cfg = DataConfig(
+        name="derived", source="local", files=[DataFile(name="train.tsv")], raw_dir=str(tmp_path)
+    )
+    with pytest.raises(DataSourceError, match=r"local-only.*DATA_MIRROR"):
+        fetch_dataset(cfg)
+
+
+def test_url_source_requires_urls():
+    with pytest.raises(ConfigError, match=r"needs a url for every file.*train\.tsv"):
+        DataConfig(name="x", source="urls", files=[DataFile(name="train.tsv")])
+
+
+def test_hub_dataset_is_copied_from_mirror(tmp_path, monkeypatch):
+    import datasets
+
+    mirror = tmp_path / "mirror"
+    pairs = {"en_sentence": ["Hello."], "ja_sentence": ["こんにちは。"]}
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(pairs)}).save_to_disk(
+        str(mirror / "hubby")
+    )
+    monkeypatch.setenv("DATA_MIRROR", str(mirror))
+    cfg = DataConfig(name="hubby", source="hub", hub_id="someone/hubby", raw_dir=str(tmp_path))
+    directory = fetch_dataset(cfg)
+    assert datasets.load_from_disk(str(directory))["train"]["ja_sentence"] == ["こんにちは。"]
+
+
+def test_shipped_configs_match_the_corpus_mirror(compose_config, corpus_mirror, tmp_path):
+    from llm_from_scratch.config import PrepareDataConfig, resolve
+
+    for name in ("small_parallel_enja", "tanaka_graded"):
+        overrides = [f"data={name}", f"data.raw_dir={tmp_path}", f"data.mirror={corpus_mirror}"]
+        cfg = resolve(compose_config("prepare_data", overrides), PrepareDataConfig).data
+        directory = fetch_dataset(cfg)
+        assert directory == dataset_dir(cfg)
+        assert sorted(p.name for p in directory.iterdir()) == sorted(f.name for f in cfg.files)

@@ -1,0 +1,102 @@
+"""The command-line surface: Makefile targets, one-line errors, `make data` from a mirror."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llm_from_scratch.cli import import_stage
+from llm_from_scratch.errors import StageMissingError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TARGETS = (
+    "help",
+    "setup",
+    "data",
+    "tokenizer",
+    "train",
+    "translate",
+    "eval",
+    "tensorboard",
+    "test",
+    "test-full",
+    "lint",
+    "bench",
+)
+
+
+def run(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=REPO_ROOT, capture_output=True, text=True, **kwargs)
+
+
+def test_make_help_lists_every_target_with_a_description():
+    listed = dict(
+        re.findall(
+            r"^\s+(?:\x1b\[\d+m)?([\w-]+)\s*(?:\x1b\[0m)?\s+(\S.*)$", run("make").stdout, re.M
+        )
+    )
+    for target in TARGETS:
+        assert listed.get(target), f"`make help` does not describe {target}"
+
+
+def test_setup_is_a_no_op_once_installed():
+    if not (REPO_ROOT / ".venv" / ".installed").is_file():
+        pytest.skip("not installed through `make setup`")
+    assert run("make", "--question", ".venv/.installed").returncode == 0
+
+
+def test_missing_stage_is_named():
+    with pytest.raises(StageMissingError, match=r"the decoding stage \(llm_from_scratch\.nope\)"):
+        import_stage("nope", "decoding")
+
+
+def test_missing_dependency_inside_a_stage_is_not_mistaken_for_a_missing_stage(
+    tmp_path, monkeypatch
+):
+    import llm_from_scratch
+
+    (tmp_path / "broken_stage.py").write_text("import a_dependency_that_is_not_installed\n")
+    monkeypatch.setattr(llm_from_scratch, "__path__", [*llm_from_scratch.__path__, str(tmp_path)])
+    with pytest.raises(ModuleNotFoundError, match="a_dependency_that_is_not_installed"):
+        import_stage("broken_stage", "broken")
+
+
+def test_invalid_config_is_one_line_with_exit_status_2(tmp_path):
+    result = run(
+        sys.executable,
+        "scripts/train.py",
+        "model.d_model=250",
+        "model.n_heads=8",
+        f"hydra.run.dir={tmp_path}",
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: model.d_model=250 is not divisible by model.n_heads=8"
+
+
+def test_make_data_copies_from_the_mirror(corpus_mirror, tmp_path):
+    result = run(
+        "make",
+        "--no-print-directory",
+        "data",
+        f"ARGS=data.raw_dir={tmp_path}",
+        env={"DATA_MIRROR": str(corpus_mirror), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "small_parallel_enja: 6 files" in result.stdout
+    assert (tmp_path / "small_parallel_enja" / "train.ja").stat().st_size == 2784447
+
+
+def test_local_only_dataset_without_mirror_fails_in_one_line(tmp_path):
+    result = run(
+        sys.executable,
+        "scripts/prepare_data.py",
+        "data=tanaka_graded",
+        f"data.raw_dir={tmp_path}",
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "DATA_MIRROR" in result.stderr
