@@ -11,16 +11,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
 
 from tqdm import tqdm
 
+from llm_from_scratch.atomic import atomic_writer
 from llm_from_scratch.data.config import DataConfig, DataFile
 from llm_from_scratch.errors import DataSourceError
 
@@ -69,7 +66,7 @@ def download(url: str, destination: Path, expected: DataFile | None = None) -> N
             length = response.headers.get("Content-Length")
             total = int(length) if length else None
             with (
-                _atomic_writer(destination) as out,
+                atomic_writer(destination) as out,
                 tqdm(
                     total=total, unit="B", unit_scale=True, desc=destination.name, leave=False
                 ) as progress,
@@ -98,7 +95,7 @@ def _copy_from_mirror(source: Path, destination: Path, expected: DataFile) -> No
             f"{source} not found: DATA_MIRROR (or data.mirror) must point to a directory that "
             f"holds {source.parent.name}/{source.name}"
         )
-    with source.open("rb") as src, _atomic_writer(destination) as out:
+    with source.open("rb") as src, atomic_writer(destination) as out:
         shutil.copyfileobj(src, out, CHUNK_BYTES)
         out.flush()
         _verify(Path(out.name), expected, origin=str(source))
@@ -157,26 +154,3 @@ def _sha256(path: Path) -> str:
         while chunk := file.read(CHUNK_BYTES):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-@contextmanager
-def _atomic_writer(destination: Path) -> Iterator[IO[bytes]]:
-    """A temporary file beside `destination` that replaces it only when the block succeeds."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    file = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed below, renamed on success)
-        dir=destination.parent, prefix=f".{destination.name}.", delete=False
-    )
-    try:
-        with file:
-            yield file
-    except BaseException:
-        Path(file.name).unlink(missing_ok=True)
-        raise
-    os.chmod(file.name, 0o666 & ~_umask())  # temporary files are private; the result should not be
-    os.replace(file.name, destination)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -132,7 +132,9 @@ def test_hub_dataset_is_copied_from_mirror(tmp_path, monkeypatch):
         str(mirror / "hubby")
     )
     monkeypatch.setenv("DATA_MIRROR", str(mirror))
-    cfg = DataConfig(name="hubby", source="hub", hub_id="someone/hubby", raw_dir=str(tmp_path))
+    cfg = DataConfig(
+        name="hubby", source="hub", format="hub", hub_id="someone/hubby", raw_dir=str(tmp_path)
+    )
     directory = fetch_dataset(cfg)
     assert datasets.load_from_disk(str(directory))["train"]["ja_sentence"] == ["こんにちは。"]
 
