@@ -16,20 +16,30 @@ class ModelConfig:
     n_encoder_layers: int = 3
     n_decoder_layers: int = 3
     d_ff: int = 1024
-    dropout: float = 0.1
+    dropout: float = 0.1  # on embeddings and every sublayer output, the paper's P_drop
     activation: str = "relu"
     norm_first: bool = True  # pre-LN; False reproduces the paper's post-LN
     tie_embeddings: bool = True  # decoder input/output; all three when the vocabulary is shared
-    max_positions: int = 512
+    max_positions: int = 512  # longest source or target sequence the positional table covers
 
     def __post_init__(self) -> None:
-        for key in ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff"):
+        for key in (
+            "d_model",
+            "n_heads",
+            "n_encoder_layers",
+            "n_decoder_layers",
+            "d_ff",
+            "max_positions",
+        ):
             if getattr(self, key) < 1:
                 raise ConfigError(f"model.{key}={getattr(self, key)} must be at least 1")
         if self.d_model % self.n_heads:
             raise ConfigError(
                 f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}"
             )
+        if self.d_model % 2:
+            # The sinusoidal encoding pairs each sine dimension with a cosine one.
+            raise ConfigError(f"model.d_model={self.d_model} must be even")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model.dropout={self.dropout} must be in [0, 1)")
         if self.activation not in ACTIVATIONS:

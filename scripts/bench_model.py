@@ -1,0 +1,164 @@
+"""Forward+backward speed of our Transformer against an equal-size `torch.nn.Transformer`.
+
+Both models get the same embeddings (ours: token × √d + sinusoidal positions) and the same tied
+output projection, so their parameter counts match exactly; they train on the same batches under
+bf16 autocast, timed alternately in this one process (median of the iterations after a warm-up).
+Twice: with the config's dropout, where ours drops out only embeddings and sublayer outputs (the
+paper) and nn.Transformer also attention weights and the feed-forward hidden layer; and with
+dropout 0, the pure compute. Also prints the parameter count of every `configs/model/*.yaml`.
+
+    python scripts/bench_model.py [--model small] [--batch 64] [--src-len 24] [--tgt-len 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from omegaconf import OmegaConf
+from torch import Tensor, nn
+
+from llm_from_scratch.model import ModelConfig, Seq2SeqTransformer
+from llm_from_scratch.model.layers import Embedding
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "model"
+PAD_ID = 0
+
+
+def load_config(name: str) -> ModelConfig:
+    return ModelConfig(**OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / f"{name}.yaml")))
+
+
+class ReferenceSeq2Seq(nn.Module):
+    """`nn.Transformer` between our embeddings and a tied output projection."""
+
+    def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> None:
+        super().__init__()
+        self.src_embedding = Embedding(src_vocab_size, cfg.d_model, cfg.max_positions, cfg.dropout)
+        self.tgt_embedding = Embedding(tgt_vocab_size, cfg.d_model, cfg.max_positions, cfg.dropout)
+        self.transformer = nn.Transformer(
+            d_model=cfg.d_model,
+            nhead=cfg.n_heads,
+            num_encoder_layers=cfg.n_encoder_layers,
+            num_decoder_layers=cfg.n_decoder_layers,
+            dim_feedforward=cfg.d_ff,
+            dropout=cfg.dropout,
+            activation=cfg.activation,
+            batch_first=True,
+            norm_first=cfg.norm_first,
+        )
+        self.output_proj = nn.Linear(cfg.d_model, tgt_vocab_size, bias=False)
+        self.output_proj.weight = self.tgt_embedding.token.weight
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> Tensor:
+        tgt_len = tgt.size(1)
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt_len, device=tgt.device)
+        hidden = self.transformer(
+            self.src_embedding(src),
+            self.tgt_embedding(tgt),
+            tgt_mask=causal,
+            src_key_padding_mask=~src_mask,  # nn.Transformer: True = padding (ours: real token)
+            memory_key_padding_mask=~src_mask,
+            tgt_is_causal=True,
+        )
+        return self.output_proj(hidden)
+
+
+def training_step(model: nn.Module, src: Tensor, src_mask: Tensor, tgt: Tensor) -> None:
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(src, src_mask, tgt[:, :-1])
+    loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten())
+    loss.backward()
+    model.zero_grad(set_to_none=True)
+
+
+def time_alternately(
+    steps: dict[str, Callable[[], None]], warmup: int, iterations: int
+) -> dict[str, float]:
+    """Median seconds per call of each step, interleaved so load changes hit both alike."""
+    for _ in range(warmup):
+        for step in steps.values():
+            step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(iterations):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(seconds) for name, seconds in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="small", help="a configs/model/*.yaml name")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--src-len", type=int, default=24)
+    parser.add_argument("--tgt-len", type=int, default=24)
+    parser.add_argument("--vocab", type=int, default=8000, help="source and target vocabulary size")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=10)
+    args = parser.parse_args()
+
+    print(f"Parameters (vocabulary {args.vocab}/{args.vocab}, separate, output tied):\n")
+    print("| config | parameters |\n|---|---:|")
+    for name in ("tiny", "small", "base", "big"):
+        with torch.device("meta"):  # counts only: no memory, no initialization
+            model = Seq2SeqTransformer(load_config(name), args.vocab, args.vocab, PAD_ID)
+        print(f"| {name} | {model.num_parameters():,} |")
+
+    torch.manual_seed(0)
+    cfg = load_config(args.model)
+    models: dict[str, nn.Module] = {}
+    for dropout in (cfg.dropout, 0.0):
+        variant = replace(cfg, dropout=dropout)
+        models[f"ours, dropout {dropout}"] = Seq2SeqTransformer(
+            variant, args.vocab, args.vocab, PAD_ID
+        ).train()
+        models[f"nn.Transformer, dropout {dropout}"] = ReferenceSeq2Seq(
+            variant, args.vocab, args.vocab
+        ).train()
+    counts = {sum(p.numel() for p in model.parameters()) for model in models.values()}
+    if len(counts) != 1:
+        raise SystemExit(f"parameter counts differ: {sorted(counts)}")
+    n_parameters = counts.pop()
+
+    # Source lengths vary so that the padding mask matters; targets are one token longer since
+    # the step shifts them into decoder input and labels.
+    src = torch.randint(1, args.vocab, (args.batch, args.src_len))
+    src_lengths = torch.randint(args.src_len // 2, args.src_len + 1, (args.batch,))
+    src_mask = torch.arange(args.src_len)[None, :] < src_lengths[:, None]
+    src = src.masked_fill(~src_mask, PAD_ID)
+    tgt = torch.randint(1, args.vocab, (args.batch, args.tgt_len + 1))
+
+    seconds = time_alternately(
+        {
+            name: lambda model=model: training_step(model, src, src_mask, tgt)
+            for name, model in models.items()
+        },
+        args.warmup,
+        args.iterations,
+    )
+    tokens = args.batch * (args.src_len + args.tgt_len)
+    print(
+        f"\nForward+backward, model={args.model} ({n_parameters:,} parameters each), bf16 "
+        f"autocast, batch {args.batch} × {args.src_len} source / {args.tgt_len} target tokens, "
+        f"{torch.get_num_threads()} threads, median of {args.iterations} after {args.warmup} "
+        "warm-up:\n"
+    )
+    print("| model | ms / step | tokens / s |\n|---|---:|---:|")
+    for name, median in seconds.items():
+        print(f"| {name} | {median * 1e3:.1f} | {tokens / median:,.0f} |")
+    print()
+    for dropout in (cfg.dropout, 0.0):
+        ratio = seconds[f"nn.Transformer, dropout {dropout}"] / seconds[f"ours, dropout {dropout}"]
+        print(f"speed-up ours / nn.Transformer, dropout {dropout}: {ratio:.2f}×")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Tests of the encoder–decoder Transformer (`llm_from_scratch.model`)."""
