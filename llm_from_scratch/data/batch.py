@@ -1,0 +1,79 @@
+"""The `Batch` the model trains on, and the collate function that pads token ids into one.
+
+Mask convention of the whole project: bool, True = a real token (may be attended to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import torch
+
+from llm_from_scratch.data.protocols import Tokenizer
+
+
+@dataclass
+class Batch:
+    src: torch.Tensor  # (batch, src_len) long: source ids + EOS, then pad
+    src_mask: torch.Tensor  # (batch, src_len) bool, True = real token
+    tgt_in: torch.Tensor  # (batch, tgt_len) long: BOS + target ids, then pad (decoder input)
+    tgt_out: torch.Tensor  # (batch, tgt_len) long: target ids + EOS, then pad (labels)
+    tgt_mask: torch.Tensor  # (batch, tgt_len) bool, True = real token of tgt_in and tgt_out
+    indices: torch.Tensor  # (batch,) long: positions of the pairs in their dataset split
+
+    @property
+    def src_tokens(self) -> int:
+        """Non-pad source tokens (EOS included)."""
+        return int(self.src_mask.sum())
+
+    @property
+    def tgt_tokens(self) -> int:
+        """Non-pad target tokens: the number of labels the loss is averaged over."""
+        return int(self.tgt_mask.sum())
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
+        return Batch(
+            **{
+                f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
+                for f in fields(self)
+            }
+        )
+
+    def pin_memory(self) -> Batch:
+        """Called by `DataLoader(pin_memory=True)`, so CUDA copies can be asynchronous."""
+        return Batch(**{f.name: getattr(self, f.name).pin_memory() for f in fields(self)})
+
+
+def pad(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad `sequences` into (batch, longest) ids and the matching True = real token mask."""
+    longest = max((len(seq) for seq in sequences), default=0)
+    ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        ids[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+    mask = torch.arange(longest) < torch.tensor([len(seq) for seq in sequences]).unsqueeze(1)
+    return ids, mask
+
+
+def encode_sources(
+    sequences: Sequence[Sequence[int]], src_tok: Tokenizer
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source ids as the encoder sees them, (batch, src_len) ids and mask: each ends with EOS."""
+    return pad([[*seq, src_tok.eos_id] for seq in sequences], src_tok.pad_id)
+
+
+class Collator:
+    """Turns dataset rows (`src_ids`, `tgt_ids`, `index`) into a `Batch`; picklable for workers."""
+
+    def __init__(self, src_tok: Tokenizer, tgt_tok: Tokenizer) -> None:
+        self.src_tok = src_tok
+        self.tgt_tok = tgt_tok
+
+    def __call__(self, rows: Sequence[dict[str, Any]]) -> Batch:
+        src, src_mask = encode_sources([row["src_ids"] for row in rows], self.src_tok)
+        bos, eos, pad_id = self.tgt_tok.bos_id, self.tgt_tok.eos_id, self.tgt_tok.pad_id
+        tgt_in, tgt_mask = pad([[bos, *row["tgt_ids"]] for row in rows], pad_id)
+        tgt_out, _ = pad([[*row["tgt_ids"], eos] for row in rows], pad_id)
+        indices = torch.tensor([row["index"] for row in rows], dtype=torch.long)
+        return Batch(src, src_mask, tgt_in, tgt_out, tgt_mask, indices)

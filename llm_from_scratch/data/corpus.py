@@ -1,0 +1,173 @@
+"""Read a split of a parallel corpus into a `datasets.Dataset` of raw `src`/`tgt` text.
+
+Every format goes through `datasets`, so large corpora are memory-mapped Arrow tables rather than
+Python lists. Alignment is checked, never assumed: parallel files of different lengths and TSV
+lines without exactly one tab are errors, because a shifted corpus trains silently but badly.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import datasets
+import numpy as np
+
+from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.sources import dataset_dir
+from llm_from_scratch.errors import UserError
+
+# Letters and digits of Latin script, full-width forms included: a space between two of them
+# separates words ("New York", "1 000") and survives detokenization.
+_LATIN = r"0-9A-Za-z\u00C0-\u024F\uFF10-\uFF19\uFF21-\uFF3A\uFF41-\uFF5A"
+_SEGMENTATION_SPACE = re.compile(rf"(?<![{_LATIN}]) +| +(?![{_LATIN}])")
+
+
+class CorpusError(UserError):
+    """A corpus file is missing, malformed, or misaligned with its other side."""
+
+
+def detokenize_ja(text: str) -> str:
+    """Undo word segmentation: `彼 は 12 歳 だ 。` → `彼は12歳だ。`, keeping `New York`."""
+    return _SEGMENTATION_SPACE.sub("", text.strip())
+
+
+def load_split(cfg: DataConfig, split: str) -> datasets.Dataset:
+    """The `split` (train, dev or test) of `cfg` with string columns `src` and `tgt`."""
+    if split not in ("train", "dev", "test"):
+        raise CorpusError(f"unknown split {split!r}: expected train, dev or test")
+    if split in cfg.splits and split != "train":
+        pairs = _read(cfg, cfg.splits[split])
+    else:
+        pairs = _carve(cfg, _read(cfg, cfg.splits["train"]), split)
+    if cfg.detokenize_ja:
+        pairs = _detokenize(cfg, pairs)
+    return pairs
+
+
+def _carve(cfg: DataConfig, pairs: datasets.Dataset, split: str) -> datasets.Dataset:
+    """`split` of a seeded partition of `pairs` (the train file), dev and test carved first."""
+    carved = [name for name in ("dev", "test") if name not in cfg.splits]
+    if not carved:
+        return pairs
+    order = np.random.default_rng(cfg.split_seed).permutation(len(pairs))
+    bounds, start = {}, 0
+    for name in carved:
+        size = round(len(pairs) * getattr(cfg, f"{name}_fraction"))
+        bounds[name] = (start, start + size)
+        start += size
+    bounds["train"] = (start, len(pairs))
+    begin, end = bounds[split]
+    return pairs.select(np.sort(order[begin:end]))
+
+
+def _read(cfg: DataConfig, location: str) -> datasets.Dataset:
+    root = dataset_dir(cfg)
+    readers = {"parallel": _read_parallel, "tsv": _read_tsv, "jsonl": _read_jsonl, "hub": _read_hub}
+    return readers[cfg.format](cfg, root, location)
+
+
+def _read_parallel(cfg: DataConfig, root: Path, stem: str) -> datasets.Dataset:
+    src_path = _existing(root / f"{stem}.{cfg.src_lang}")
+    tgt_path = _existing(root / f"{stem}.{cfg.tgt_lang}")
+    src = _load_lines(cfg, src_path)
+    tgt = _load_lines(cfg, tgt_path)
+    if len(src) != len(tgt):
+        raise CorpusError(
+            f"misaligned parallel files: {src_path} has {len(src)} lines but {tgt_path} has "
+            f"{len(tgt)}; they must have one sentence per line, line i of one translating line "
+            "i of the other"
+        )
+    return src.rename_column("text", "src").add_column("tgt", tgt["text"])
+
+
+def _read_tsv(cfg: DataConfig, root: Path, name: str) -> datasets.Dataset:
+    # Read as plain lines and split here rather than with the CSV reader: quotes are ordinary
+    # characters in sentences, and a line with a stray tab must be reported, not re-parsed.
+    path = _existing(root / name)
+    lines = _load_lines(cfg, path)
+    # A blank line is an empty pair (dropped and counted by cleaning); anything else needs a tab.
+    bad = [i for i, line in enumerate(lines["text"]) if line and line.count("\t") != 1]
+    if bad:
+        raise CorpusError(
+            f"{path}: {len(bad)} line(s) do not have exactly one tab between source and target, "
+            f"first at line {bad[0] + 1}: {lines[bad[0]]['text'][:80]!r}"
+        )
+    return lines.map(
+        lambda batch: _split_tab(batch["text"]),
+        batched=True,
+        remove_columns=["text"],
+        desc=f"splitting {path.name}",
+    )
+
+
+def _split_tab(lines: list[str]) -> dict[str, list[str]]:
+    pairs = [line.split("\t") if line else ("", "") for line in lines]
+    return {"src": [src for src, _ in pairs], "tgt": [tgt for _, tgt in pairs]}
+
+
+def _read_jsonl(cfg: DataConfig, root: Path, name: str) -> datasets.Dataset:
+    path = _existing(root / name)
+    table = datasets.load_dataset(
+        "json", data_files=str(path), split="train", cache_dir=_hf_cache(cfg)
+    )
+    return _select_columns(table, cfg, str(path))
+
+
+def _read_hub(cfg: DataConfig, root: Path, split: str) -> datasets.Dataset:
+    if not root.is_dir():
+        raise CorpusError(f"{root} not found: fetch the dataset first (make data)")
+    saved = datasets.load_from_disk(str(root))
+    if isinstance(saved, datasets.DatasetDict):
+        if split not in saved:
+            raise CorpusError(
+                f"{root} has no split {split!r} (it has {', '.join(saved)}); set data.splits"
+            )
+        saved = saved[split]
+    elif split != cfg.splits["train"]:
+        raise CorpusError(f"{root} holds a single dataset, not a split {split!r}")
+    return _select_columns(saved, cfg, str(root))
+
+
+def _select_columns(table: datasets.Dataset, cfg: DataConfig, origin: str) -> datasets.Dataset:
+    missing = [c for c in (cfg.src_column, cfg.tgt_column) if c not in table.column_names]
+    if missing:
+        raise CorpusError(
+            f"{origin} has no column {', '.join(map(repr, missing))} (it has "
+            f"{', '.join(table.column_names)}); set data.src_column and data.tgt_column"
+        )
+    table = table.select_columns([cfg.src_column, cfg.tgt_column])
+    table = table.rename_columns({cfg.src_column: "src", cfg.tgt_column: "tgt"})
+    # Missing values (JSON null) become empty strings, which cleaning drops and counts.
+    return table.map(
+        lambda batch: {key: [text or "" for text in batch[key]] for key in ("src", "tgt")},
+        batched=True,
+        desc="reading columns",
+    ).cast(datasets.Features({"src": datasets.Value("string"), "tgt": datasets.Value("string")}))
+
+
+def _detokenize(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
+    sides = [side for side, lang in (("src", cfg.src_lang), ("tgt", cfg.tgt_lang)) if lang == "ja"]
+    if not sides:
+        return pairs
+    return pairs.map(
+        lambda batch: {side: [detokenize_ja(text) for text in batch[side]] for side in sides},
+        batched=True,
+        desc="detokenizing Japanese",
+    )
+
+
+def _load_lines(cfg: DataConfig, path: Path) -> datasets.Dataset:
+    return datasets.load_dataset(
+        "text", data_files=str(path), split="train", cache_dir=_hf_cache(cfg)
+    )
+
+
+def _hf_cache(cfg: DataConfig) -> str:
+    return str(Path(cfg.cache_dir) / "hf")
+
+
+def _existing(path: Path) -> Path:
+    if not path.is_file():
+        raise CorpusError(f"{path} not found: fetch the dataset (make data) or fix data.splits")
+    return path

@@ -1,0 +1,169 @@
+"""Everything the trainer needs from the data stage: `build_data(cfg, tok_cfg) -> DataModule`.
+
+Reading, tokenizer training, tokenization and cleaning run once; the result is saved under
+`<cache_dir>/tokenized/<name>-<key>/`, where the key hashes the tokenizers, the config values that
+change the content, and the raw files' sizes and times, so any change to them rebuilds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import datasets
+import torch
+from torch.utils.data import DataLoader
+
+from llm_from_scratch.cli import import_stage
+from llm_from_scratch.data.batch import Collator
+from llm_from_scratch.data.batching import TokenBudgetBatchSampler
+from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokenize
+from llm_from_scratch.data.config import SPLITS, DataConfig
+from llm_from_scratch.data.corpus import load_split
+from llm_from_scratch.data.protocols import Tokenizer
+from llm_from_scratch.data.sources import dataset_dir, fetch_dataset
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.tokenizer.config import TokenizerConfig
+
+logger = logging.getLogger(__name__)
+
+# Bump when the cached content changes meaning (columns, cleaning rules), to invalidate old caches.
+CACHE_VERSION = 1
+# DataConfig fields that change what is cached; the others only change how it is batched or read.
+CONTENT_FIELDS = (
+    "name", "format", "splits", "src_lang", "tgt_lang", "src_column", "tgt_column",
+    "split_seed", "dev_fraction", "test_fraction", "detokenize_ja", "max_tokens",
+    "max_length_ratio",
+)  # fmt: skip
+LOADER_COLUMNS = ["src_ids", "tgt_ids", "index"]
+
+
+@dataclass
+class DataModule:
+    """Tokenized splits (`src`, `tgt` text; `src_ids`, `tgt_ids`, lengths; `index`) and loaders."""
+
+    cfg: DataConfig
+    src_tok: Tokenizer
+    tgt_tok: Tokenizer
+    splits: dict[str, datasets.Dataset]
+    report: CleaningReport  # of the train split; held-out splits are kept whole
+
+    def train_loader(
+        self,
+        epoch: int,
+        start_batch: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        device: torch.device | str = "cpu",
+    ) -> DataLoader:
+        """This rank's batches of `epoch`, from its batch `start_batch` on (to resume)."""
+        train = self.splits["train"]
+        sampler = TokenBudgetBatchSampler(
+            column(train, "src_len"),
+            column(train, "tgt_len"),
+            self.cfg.batch_tokens,
+            seed=self.cfg.shuffle_seed,
+            pool_size=self.cfg.pool_size,
+            rank=rank,
+            world_size=world_size,
+        )
+        sampler.set_epoch(epoch, start_batch)
+        return self._loader(train, sampler, device)
+
+    def eval_loader(self, split: str, device: torch.device | str = "cpu") -> DataLoader:
+        """All of `split` (dev or test), sorted by length; `Batch.indices` map back to its rows."""
+        data = self.splits[split]
+        sampler = TokenBudgetBatchSampler(
+            column(data, "src_len"), column(data, "tgt_len"), self.cfg.batch_tokens, shuffle=False
+        )
+        return self._loader(data, sampler, device)
+
+    def _loader(
+        self, data: datasets.Dataset, sampler: TokenBudgetBatchSampler, device: torch.device | str
+    ) -> DataLoader:
+        return DataLoader(
+            data.select_columns(LOADER_COLUMNS),
+            batch_sampler=sampler,
+            collate_fn=Collator(self.src_tok, self.tgt_tok),
+            num_workers=self.cfg.num_workers,
+            pin_memory=torch.device(device).type == "cuda",
+        )
+
+
+def build_data(cfg: DataConfig, tok_cfg: TokenizerConfig) -> DataModule:
+    """Fetch, read, train or load the tokenizers, then tokenize and clean (or load the cache)."""
+    fetch_dataset(cfg)
+    raw = {split: load_split(cfg, split) for split in SPLITS}
+    training_job = import_stage("tokenizer.training_job", "tokenizer")
+    src_tok, tgt_tok = training_job.load_or_train_tokenizers(
+        cfg, tok_cfg, list(raw["train"]["src"]), list(raw["train"]["tgt"])
+    )
+    splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok)
+    return DataModule(cfg, src_tok, tgt_tok, splits, report)
+
+
+def prepare_splits(
+    cfg: DataConfig, raw: dict[str, datasets.Dataset], src_tok: Tokenizer, tgt_tok: Tokenizer
+) -> tuple[dict[str, datasets.Dataset], CleaningReport]:
+    """Tokenized splits (train cleaned) and the train cleaning report, cached on disk."""
+    directory = Path(cfg.cache_dir) / "tokenized" / f"{cfg.name}-{cache_key(cfg, src_tok, tgt_tok)}"
+    if (directory / "report.json").is_file():
+        splits = {split: datasets.load_from_disk(str(directory / split)) for split in SPLITS}
+        report = CleaningReport(**json.loads((directory / "report.json").read_text()))
+        logger.info("tokenized data loaded from %s; cleaning %s", directory, report.summary())
+        return splits, report
+    started = time.perf_counter()
+    splits = {split: tokenize(raw[split], src_tok, tgt_tok, cfg.num_proc) for split in SPLITS}
+    splits["train"], report = clean(splits["train"], cfg, "train")
+    if report.kept == 0:
+        raise UserError(
+            f"cleaning dropped every training pair of {cfg.name} ({report.summary()}); "
+            "raise data.max_tokens or data.max_length_ratio"
+        )
+    splits = {name: data.add_column("index", range(len(data))) for name, data in splits.items()}
+    logger.info("tokenized in %.1f s", time.perf_counter() - started)
+    _save(directory, splits, report)
+    return splits, report
+
+
+def cache_key(cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> str:
+    """A digest of everything the tokenized splits depend on."""
+    config = asdict(cfg)
+    raw_root = dataset_dir(cfg)
+    raw_files = sorted(
+        (str(path.relative_to(raw_root)), path.stat().st_size, path.stat().st_mtime_ns)
+        for path in raw_root.rglob("*")
+        if path.is_file()
+    )
+    content = {
+        "version": CACHE_VERSION,
+        "tokenizers": [src_tok.hash, tgt_tok.hash],
+        "config": {key: config[key] for key in CONTENT_FIELDS},
+        "raw_files": raw_files,
+    }
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _save(directory: Path, splits: dict[str, datasets.Dataset], report: CleaningReport) -> None:
+    """Write into a temporary directory renamed at the end: a crash leaves no half cache."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}."))
+    try:
+        for split, data in splits.items():
+            data.save_to_disk(str(staging / split))
+        (staging / "report.json").write_text(json.dumps(asdict(report)))
+        staging.rename(directory)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (directory / "report.json").is_file():  # not a concurrent run that won the race
+            raise
+    # The splits were tokenized in memory or in datasets' temporary files; reopen the saved
+    # copies so that later reads are memory-mapped from the cache.
+    for split in splits:
+        splits[split] = datasets.load_from_disk(str(directory / split))

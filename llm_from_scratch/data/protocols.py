@@ -1,0 +1,18 @@
+"""What the data stage needs of a tokenizer, so it can be tested with simple doubles."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Tokenizer(Protocol):
+    """Satisfied by `llm_from_scratch.tokenizer.BPETokenizer`."""
+
+    pad_id: int
+    bos_id: int
+    eos_id: int
+    hash: str  # identifies the vocabulary and merges: part of the tokenized-data cache key
+
+    def normalize(self, text: str) -> str: ...
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]: ...

@@ -1,0 +1,148 @@
+import json
+
+import datasets
+import pytest
+
+from llm_from_scratch.data.corpus import CorpusError, detokenize_ja, load_split
+
+
+@pytest.mark.parametrize(
+    ("segmented", "expected"),
+    [
+        ("彼 は 12 歳 に な っ た 。", "彼は12歳になった。"),
+        ("彼 は New York に 住 ん で い る 。", "彼はNew Yorkに住んでいる。"),
+        ("この 川 は 長さ 200 km だ 。", "この川は長さ200 kmだ。"),
+        ("３ 時 に 会 う 。", "３時に会う。"),
+        ("Ｔｏｍ Ｓｍｉｔｈ が 来 た", "Ｔｏｍ Ｓｍｉｔｈが来た"),
+        ("  前後 の 空白  ", "前後の空白"),
+    ],
+)
+def test_detokenize_ja_removes_segmentation_but_not_spaces_between_latin_words(segmented, expected):
+    assert detokenize_ja(segmented) == expected
+
+
+def test_parallel_split_reads_aligned_lines_and_detokenizes_only_japanese(tiny_enja):
+    train = load_split(tiny_enja, "train")
+    assert train.column_names == ["src", "tgt"]
+    assert len(train) == 12
+    assert train[1] == {"src": "he lives in new york .", "tgt": "彼はNew Yorkに住んでいる。"}
+    assert [len(load_split(tiny_enja, split)) for split in ("dev", "test")] == [3, 2]
+
+
+def test_detokenize_false_keeps_the_segmentation(tiny_enja):
+    tiny_enja.detokenize_ja = False
+    assert load_split(tiny_enja, "train")[0]["tgt"] == "私 は 緑茶 が 好き だ 。"
+
+
+def test_misaligned_parallel_files_name_both_files_and_counts(tmp_path, local_config):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "train.en").write_text("one\ntwo\nthree\n")
+    (tmp_path / "bad" / "train.ja").write_text("一\n二\n")
+    with pytest.raises(CorpusError, match=r"train\.en has 3 lines but .*train\.ja has 2"):
+        load_split(local_config("bad"), "train")
+
+
+def test_tsv_keeps_quotes_and_counts_blank_lines_as_empty_pairs(tmp_path, local_config):
+    (tmp_path / "tsv").mkdir()
+    (tmp_path / "tsv" / "train.tsv").write_text(
+        'He said "hi".\t彼は「やあ」と言った。\n\nYes.\tはい。\n'
+    )
+    cfg = local_config(
+        "tsv", format="tsv", splits={"train": "train.tsv"}, dev_fraction=0.0, test_fraction=0.0
+    )
+    assert load_split(cfg, "train").to_dict() == {
+        "src": ['He said "hi".', "", "Yes."],
+        "tgt": ["彼は「やあ」と言った。", "", "はい。"],
+    }
+
+
+def test_tsv_line_without_exactly_one_tab_is_reported_with_its_number(tmp_path, local_config):
+    (tmp_path / "tsv").mkdir()
+    (tmp_path / "tsv" / "train.tsv").write_text("a\tあ\nb\tい\tう\n")
+    cfg = local_config("tsv", format="tsv", splits={"train": "train.tsv"})
+    with pytest.raises(CorpusError, match="first at line 2"):
+        load_split(cfg, "train")
+
+
+def test_jsonl_uses_the_column_mapping_and_turns_null_into_empty(tmp_path, local_config):
+    (tmp_path / "jl").mkdir()
+    rows = [
+        {"english": "Hello.", "japanese": "こんにちは。", "id": 1},
+        {"english": "Bye.", "japanese": None, "id": 2},
+    ]
+    (tmp_path / "jl" / "all.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    cfg = local_config(
+        "jl",
+        format="jsonl",
+        splits={"train": "all.jsonl", "dev": "all.jsonl"},
+        src_column="english",
+        tgt_column="japanese",
+    )
+    assert load_split(cfg, "dev").to_dict() == {
+        "src": ["Hello.", "Bye."],
+        "tgt": ["こんにちは。", ""],
+    }
+
+
+def _save_hub_copy(path):
+    def split(n, tag):
+        return datasets.Dataset.from_dict(
+            {
+                "id": list(range(n)),
+                "en_sentence": [f"{tag} {i}" for i in range(n)],
+                "ja_sentence": [f"{tag}{i}です" for i in range(n)],
+            }
+        )
+
+    datasets.DatasetDict(
+        {"train": split(5, "train"), "validation": split(2, "dev"), "test": split(2, "test")}
+    ).save_to_disk(str(path))
+
+
+def test_hub_dataset_saved_to_disk_is_read_with_its_split_and_column_names(tmp_path, local_config):
+    _save_hub_copy(tmp_path / "bsd")
+    cfg = local_config(
+        "bsd",
+        source="hub",
+        hub_id="ryo0634/bsd_ja_en",
+        format="hub",
+        splits={"train": "train", "dev": "validation", "test": "test"},
+        src_column="en_sentence",
+        tgt_column="ja_sentence",
+    )
+    assert load_split(cfg, "dev").to_dict() == {
+        "src": ["dev 0", "dev 1"],
+        "tgt": ["dev0です", "dev1です"],
+    }
+    assert len(load_split(cfg, "train")) == 5
+
+
+def test_hub_dataset_without_the_mapped_column_names_the_available_ones(tmp_path, local_config):
+    _save_hub_copy(tmp_path / "bsd")
+    cfg = local_config("bsd", format="hub", src_column="en", tgt_column="ja")
+    with pytest.raises(CorpusError, match=r"no column 'en', 'ja'.*en_sentence"):
+        load_split(cfg, "train")
+
+
+def test_seeded_split_partitions_train_reproducibly(tmp_path, local_config):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "all.tsv").write_text("".join(f"s{i}\tt{i}\n" for i in range(100)))
+
+    def splits(seed):
+        cfg = local_config(
+            "one",
+            format="tsv",
+            splits={"train": "all.tsv"},
+            split_seed=seed,
+            dev_fraction=0.1,
+            test_fraction=0.05,
+        )
+        return {name: list(load_split(cfg, name)["src"]) for name in ("train", "dev", "test")}
+
+    first = splits(seed=1)
+    assert [len(first[name]) for name in ("train", "dev", "test")] == [85, 10, 5]
+    assert sorted(first["train"] + first["dev"] + first["test"]) == sorted(
+        f"s{i}" for i in range(100)
+    )
+    assert splits(seed=1) == first
+    assert splits(seed=2)["dev"] != first["dev"]
