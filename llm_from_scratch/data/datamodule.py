@@ -93,6 +93,9 @@ class DataModule:
             collate_fn=Collator(self.src_tok, self.tgt_tok),
             num_workers=self.cfg.num_workers,
             pin_memory=torch.device(device).type == "cuda",
+            # Its own generator: iterating a DataLoader draws a seed, which must not come from
+            # the global RNG, or resuming mid-epoch would shift every later dropout mask.
+            generator=torch.Generator().manual_seed(self.cfg.shuffle_seed),
         )
 
 

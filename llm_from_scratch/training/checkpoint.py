@@ -12,9 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from omegaconf import OmegaConf
 
 from llm_from_scratch.atomic import atomic_writer
+from llm_from_scratch.config import TrainConfig, resolve
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.model import Seq2SeqTransformer
+from llm_from_scratch.tokenizer import BPETokenizer
 
 FORMAT_VERSION = 1
 
@@ -47,3 +51,66 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             f"checkpoint {path} has format version {version!r}; this version reads {FORMAT_VERSION}"
         )
     return state
+
+
+def inference_state(
+    model: Seq2SeqTransformer,
+    src_tokenizer: BPETokenizer,
+    tgt_tokenizer: BPETokenizer,
+    config: TrainConfig,
+) -> dict[str, Any]:
+    """What a checkpoint needs for translation: weights, resolved config and both tokenizers."""
+    return {
+        "model": model.state_dict(),
+        "config": OmegaConf.to_container(OmegaConf.structured(config)),
+        "tokenizers": {"src": src_tokenizer.to_json(), "tgt": tgt_tokenizer.to_json()},
+        "tokenizer_hashes": {"src": src_tokenizer.hash, "tgt": tgt_tokenizer.hash},
+    }
+
+
+def restore_for_inference(
+    state: dict[str, Any], device: str | torch.device = "cpu"
+) -> tuple[Seq2SeqTransformer, BPETokenizer, BPETokenizer, TrainConfig]:
+    """Rebuild the model (in eval mode, on `device`) and the tokenizers from a loaded checkpoint."""
+    config = resolve(
+        OmegaConf.merge(OmegaConf.structured(TrainConfig), state["config"]), TrainConfig
+    )
+    src_tokenizer = BPETokenizer.from_json(state["tokenizers"]["src"])
+    tgt_tokenizer = BPETokenizer.from_json(state["tokenizers"]["tgt"])
+    model = Seq2SeqTransformer(
+        config.model,
+        src_vocab_size=src_tokenizer.vocab_size,
+        tgt_vocab_size=tgt_tokenizer.vocab_size,
+        pad_id=tgt_tokenizer.pad_id,
+        shared_vocab=config.tokenizer.shared,
+    )
+    model.load_state_dict(state["model"])
+    return model.to(device).eval(), src_tokenizer, tgt_tokenizer, config
+
+
+def check_compatible(
+    state: dict[str, Any],
+    config: TrainConfig,
+    src_tokenizer: BPETokenizer,
+    tgt_tokenizer: BPETokenizer,
+    path: str | Path,
+) -> None:
+    """Refuse to resume from a checkpoint whose tokenizers or model differ from this run's."""
+    differences = []
+    for side, tokenizer in (("src", src_tokenizer), ("tgt", tgt_tokenizer)):
+        saved = state["tokenizer_hashes"][side]
+        if saved != tokenizer.hash:
+            differences.append(f"{side} tokenizer hash {saved[:12]}… != {tokenizer.hash[:12]}…")
+    saved_model = state["config"]["model"]
+    current_model = OmegaConf.to_container(OmegaConf.structured(config.model))
+    for key in sorted(set(saved_model) | set(current_model)):
+        if saved_model.get(key) != current_model.get(key):
+            differences.append(
+                f"model.{key}: {saved_model.get(key)!r} != {current_model.get(key)!r}"
+            )
+    if differences:
+        raise CheckpointError(
+            f"{path} was trained with other settings (checkpoint != this run): "
+            + "; ".join(differences)
+            + ". Use another trainer.run_dir (or name) to start a new run."
+        )

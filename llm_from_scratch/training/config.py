@@ -30,6 +30,9 @@ class TrainerConfig:
     eval_every: int = 500
     save_every: int = 500
     patience: int | None = None  # evaluations without a dev-BLEU improvement before stopping
+    log_every: int = 50
+    dev_bleu_sentences: int = 500  # dev pairs decoded (greedy) for BLEU at each evaluation
+    max_nonfinite: int = 20  # consecutive skipped updates (non-finite loss or gradient) tolerated
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -40,7 +43,10 @@ class TrainerConfig:
             raise ConfigError(
                 f"trainer.schedule={self.schedule!r} must be one of {', '.join(SCHEDULES)}"
             )
-        for key in ("max_steps", "accumulation_steps", "eval_every", "save_every"):
+        for key in (
+            "max_steps", "accumulation_steps", "eval_every", "save_every", "log_every",
+            "max_nonfinite",
+        ):  # fmt: skip
             if getattr(self, key) < 1:
                 raise ConfigError(f"trainer.{key}={getattr(self, key)} must be at least 1")
         if self.lr <= 0:

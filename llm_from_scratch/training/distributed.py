@@ -1,0 +1,60 @@
+"""torchrun (DDP) awareness: which process this is, and collective helpers that are no-ops alone."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class Distributed:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        """Only the main process writes logs and checkpoints."""
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    def any(self, flag: bool) -> bool:
+        """True on every process when `flag` is True on any (stopping must be unanimous)."""
+        if not self.enabled:
+            return flag
+        value = torch.tensor([int(flag)])
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return bool(value.item())
+
+    def sum(self, value: int) -> int:
+        if not self.enabled:
+            return value
+        total = torch.tensor([value], dtype=torch.long)
+        dist.all_reduce(total)
+        return int(total.item())
+
+    def barrier(self) -> None:
+        if self.enabled:
+            dist.barrier()
+
+
+def init_distributed(device_type: str) -> Distributed:
+    """Join the process group torchrun describes in the environment; a single process otherwise."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return Distributed()
+    if not dist.is_initialized():
+        # Collectives of small CPU tensors (flags, token counts) go through gloo in both cases.
+        dist.init_process_group(backend="cuda:nccl,cpu:gloo" if device_type == "cuda" else "gloo")
+    return Distributed(dist.get_rank(), world_size, int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def shutdown_distributed() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()

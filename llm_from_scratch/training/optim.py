@@ -1,0 +1,45 @@
+"""AdamW with decay on weight matrices only, and the learning-rate schedules."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.optim.lr_scheduler import LambdaLR
+
+from llm_from_scratch.training.config import TrainerConfig
+
+
+def build_optimizer(
+    model: nn.Module, cfg: TrainerConfig, device: torch.device
+) -> torch.optim.AdamW:
+    """Decay matrices (linear and embedding weights); biases and LayerNorm gains are left alone."""
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in parameters if p.ndim >= 2], "weight_decay": cfg.weight_decay},
+        {"params": [p for p in parameters if p.ndim < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(
+        groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, fused=device.type == "cuda"
+    )
+
+
+def lr_multiplier(step: int, cfg: TrainerConfig) -> float:
+    """Fraction of `cfg.lr` at optimizer step `step` (0-based): linear warm-up, then the decay.
+
+    inverse_sqrt is the paper's schedule with its peak at the end of warm-up set to `cfg.lr`;
+    cosine decays to zero at `max_steps`.
+    """
+    step += 1
+    warmup = max(cfg.warmup_steps, 1)
+    if step <= warmup:
+        return step / warmup
+    if cfg.schedule == "inverse_sqrt":
+        return math.sqrt(warmup / step)
+    progress = min((step - warmup) / max(cfg.max_steps - warmup, 1), 1.0)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, cfg: TrainerConfig) -> LambdaLR:
+    return LambdaLR(optimizer, lambda step: lr_multiplier(step, cfg))

@@ -1,0 +1,361 @@
+"""The training loop: `train(config)` is what `make train` runs.
+
+One optimizer step consumes `accumulation_steps` token-budget batches; their summed losses are
+divided by the target tokens of all of them (across DDP ranks too), so accumulation and more ranks
+give the update of one larger batch. Everything needed to continue exactly where a run stopped
+(weights, optimizer, scheduler, scaler, sampler position, RNG states) goes into `last.pt`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import datasets
+import torch
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from llm_from_scratch.config import TrainConfig
+from llm_from_scratch.data.batch import Batch
+from llm_from_scratch.data.datamodule import DataModule, build_data
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.model import Seq2SeqTransformer
+from llm_from_scratch.training.checkpoint import (
+    check_compatible,
+    inference_state,
+    load_checkpoint,
+    save_checkpoint,
+)
+from llm_from_scratch.training.distributed import (
+    Distributed,
+    init_distributed,
+    shutdown_distributed,
+)
+from llm_from_scratch.training.logging import RunLogger
+from llm_from_scratch.training.loss import summed_cross_entropy
+from llm_from_scratch.training.optim import build_optimizer, build_scheduler
+from llm_from_scratch.training.precision import select_device, select_precision
+from llm_from_scratch.training.validation import Validator
+
+logger = logging.getLogger(__name__)
+
+
+class TrainingError(UserError):
+    """Training cannot go on (e.g. the loss keeps being non-finite)."""
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved in every checkpoint so a resumed run continues exactly."""
+
+    step: int = 0  # optimizer steps taken (skipped non-finite updates included)
+    epoch: int = 0
+    batch_in_epoch: int = 0  # batches of `epoch` this rank has consumed
+    elapsed: float = 0.0  # seconds of training, summed over resumed runs
+    best_bleu: float = -1.0
+    evals_without_improvement: int = 0
+    nonfinite_in_a_row: int = 0
+
+
+@dataclass
+class StepStats:
+    loss: float  # label-smoothed loss per target token
+    grad_norm: float
+    target_tokens: int
+    padded_tokens: int  # source + target positions including padding
+    real_tokens: int  # source + target tokens
+    skipped: bool
+
+
+class Trainer:
+    def __init__(self, config: TrainConfig, data: DataModule, dist: Distributed | None = None):
+        self.config = config
+        self.cfg = config.trainer
+        self.data = data
+        self.dist = dist or Distributed()
+        device = select_device(self.cfg.device)
+        if device.type == "cuda" and self.dist.enabled:
+            device = torch.device("cuda", self.dist.local_rank)
+        self.precision = select_precision(self.cfg.precision, device)
+        self.device = device
+        torch.manual_seed(self.cfg.seed)
+        random.seed(self.cfg.seed)
+        self.model = Seq2SeqTransformer(
+            config.model,
+            src_vocab_size=data.src_tok.vocab_size,
+            tgt_vocab_size=data.tgt_tok.vocab_size,
+            pad_id=data.tgt_tok.pad_id,
+            shared_vocab=config.tokenizer.shared,
+        ).to(device)
+        self.optimizer = build_optimizer(self.model, self.cfg, device)
+        self.scheduler = build_scheduler(self.optimizer, self.cfg)
+        self.scaler = self.precision.grad_scaler()
+        self.progress = Progress()
+        self.run_dir = Path(self.cfg.run_dir)
+        self.forward_model: torch.nn.Module = self.model
+        if self.dist.enabled:
+            ids = [device.index] if device.type == "cuda" else None
+            self.forward_model = DistributedDataParallel(self.model, device_ids=ids)
+        if self.cfg.compile:
+            self.forward_model = torch.compile(self.forward_model)
+
+    # ---- one optimizer step -------------------------------------------------------------------
+
+    def update(self, micro_batches: list[Batch]) -> StepStats:
+        """Forward/backward every micro-batch, then one (guarded) optimizer step."""
+        self.model.train()
+        pad_id = self.data.tgt_tok.pad_id
+        local_tokens = sum(batch.tgt_tokens for batch in micro_batches)
+        # DDP averages gradients over ranks; scaling by world_size / global tokens turns that
+        # average into the per-token mean of the whole global batch.
+        scale = self.dist.world_size / max(self.dist.sum(local_tokens), 1)
+        total_loss = torch.zeros((), device=self.device)
+        for index, batch in enumerate(micro_batches):
+            batch = batch.to(self.device, non_blocking=True)
+            last = index == len(micro_batches) - 1
+            no_sync = self.dist.enabled and not last
+            with self.forward_model.no_sync() if no_sync else nullcontext():
+                with self.precision.autocast():
+                    logits = self.forward_model(batch.src, batch.src_mask, batch.tgt_in)
+                loss = summed_cross_entropy(logits, batch.tgt_out, pad_id, self.cfg.label_smoothing)
+                self.scaler.scale(loss * scale).backward()
+            total_loss += loss.detach()
+        self.scaler.unscale_(self.optimizer)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
+        finite = bool(torch.isfinite(total_loss) and torch.isfinite(grad_norm))
+        if finite or self.scaler.is_enabled():
+            self.scaler.step(self.optimizer)  # GradScaler itself skips non-finite gradients
+        self.scaler.update()  # and backs its scale off when it did
+        self.optimizer.zero_grad(set_to_none=True)
+        if finite:  # a skipped update leaves the schedule where it was
+            self.scheduler.step()
+        padded = sum(b.src.numel() + b.tgt_in.numel() for b in micro_batches)
+        real = sum(b.src_tokens + b.tgt_tokens for b in micro_batches)
+        return StepStats(
+            loss=total_loss.item() / max(local_tokens, 1),
+            grad_norm=grad_norm.item(),
+            target_tokens=local_tokens,
+            padded_tokens=padded,
+            real_tokens=real,
+            skipped=not finite,
+        )
+
+    # ---- the loop -----------------------------------------------------------------------------
+
+    def fit(self) -> dict[str, float]:
+        """Train until max_steps, max_epochs, max_time or early stopping; return dev metrics."""
+        self.resume()
+        log = RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
+        validator = (
+            Validator(self.model, self.data, self.precision, self.config)
+            if (self.dist.is_main)
+            else None
+        )
+        started, window_tokens, window_start = time.perf_counter(), 0, time.perf_counter()
+        start_elapsed = self.progress.elapsed
+        metrics: dict[str, float] = {}
+        bar = tqdm(
+            total=self.cfg.max_steps,
+            initial=self.progress.step,
+            disable=not self.dist.is_main,
+            unit="step",
+            dynamic_ncols=True,
+        )
+        try:
+            for micro_batches in self._accumulated_batches():
+                stats = self.update(micro_batches)
+                self.progress.step += 1
+                self.progress.elapsed = start_elapsed + time.perf_counter() - started
+                self._guard(stats)
+                window_tokens += stats.real_tokens
+                bar.update(1)
+                step = self.progress.step
+                if step % self.cfg.log_every == 0 or step == 1:
+                    tokens_per_second = (
+                        window_tokens
+                        * self.dist.world_size
+                        / max(time.perf_counter() - window_start, 1e-9)
+                    )
+                    window_tokens, window_start = 0, time.perf_counter()
+                    bar.set_postfix(loss=f"{stats.loss:.3f}", tok_s=f"{tokens_per_second:,.0f}")
+                    log.scalars(
+                        {
+                            "train/loss": stats.loss,
+                            "train/lr": self.scheduler.get_last_lr()[0],
+                            "train/grad_norm": stats.grad_norm,
+                            "train/tokens_per_second": tokens_per_second,
+                            "train/padding_fraction": 1 - stats.real_tokens / stats.padded_tokens,
+                        },
+                        step,
+                    )
+                stop = self._should_stop()
+                if step % self.cfg.eval_every == 0 or stop:
+                    if validator is not None:
+                        metrics = validator.run(step, log)
+                        self._track_best(metrics)
+                        self._save_best_if_improved(metrics)
+                    stop = self._early_stop(stop)
+                if step % self.cfg.save_every == 0 or stop:
+                    self.save("last.pt")
+                if stop:
+                    break
+        finally:
+            bar.close()
+        if validator is not None:
+            log.hparams(self._hparams(), {f"hparam/{k}": v for k, v in metrics.items()})
+        log.close()
+        return metrics
+
+    def _accumulated_batches(self):
+        """Groups of `accumulation_steps` batches, epoch after epoch, from the saved position."""
+        while True:
+            loader = self.data.train_loader(
+                self.progress.epoch,
+                start_batch=self.progress.batch_in_epoch,
+                rank=self.dist.rank,
+                world_size=self.dist.world_size,
+                device=self.device,
+            )
+            group: list[Batch] = []
+            for batch in loader:
+                group.append(batch)
+                if len(group) == self.cfg.accumulation_steps:
+                    self.progress.batch_in_epoch += len(group)
+                    yield group
+                    group = []
+            if group:  # the epoch's remainder makes one smaller step
+                self.progress.batch_in_epoch += len(group)
+                yield group
+            self.progress.epoch += 1
+            self.progress.batch_in_epoch = 0
+
+    def _guard(self, stats: StepStats) -> None:
+        if not stats.skipped:
+            self.progress.nonfinite_in_a_row = 0
+            return
+        self.progress.nonfinite_in_a_row += 1
+        logger.warning(
+            "step %d: non-finite loss or gradient norm (loss %s, grad norm %s); update skipped",
+            self.progress.step,
+            stats.loss,
+            stats.grad_norm,
+        )
+        if self.progress.nonfinite_in_a_row >= self.cfg.max_nonfinite:
+            raise TrainingError(
+                f"{self.progress.nonfinite_in_a_row} non-finite updates in a row at step "
+                f"{self.progress.step}: lower trainer.lr, raise trainer.warmup_steps, or use "
+                "trainer.precision=fp32"
+            )
+
+    def _should_stop(self) -> bool:
+        progress, cfg = self.progress, self.cfg
+        stop = progress.step >= cfg.max_steps
+        stop |= cfg.max_epochs is not None and progress.epoch >= cfg.max_epochs
+        stop |= cfg.max_time is not None and progress.elapsed >= cfg.max_time
+        return self.dist.any(stop)  # max_time can differ between ranks by a hair
+
+    def _track_best(self, metrics: dict[str, float]) -> None:
+        if metrics["bleu"] > self.progress.best_bleu:
+            self.progress.best_bleu = metrics["bleu"]
+            self.progress.evals_without_improvement = 0
+        else:
+            self.progress.evals_without_improvement += 1
+
+    def _save_best_if_improved(self, metrics: dict[str, float]) -> None:
+        if self.progress.evals_without_improvement == 0:
+            self.save("best.pt", metrics)
+
+    def _early_stop(self, stop: bool) -> bool:
+        patience = self.cfg.patience
+        exhausted = patience is not None and self.progress.evals_without_improvement >= patience
+        if exhausted and self.dist.is_main:
+            logger.info("early stopping: no dev BLEU improvement in %d evaluations", patience)
+        return self.dist.any(stop or exhausted)
+
+    # ---- checkpoints --------------------------------------------------------------------------
+
+    def state(self, metrics: dict[str, float] | None = None) -> dict[str, Any]:
+        state = inference_state(self.model, self.data.src_tok, self.data.tgt_tok, self.config)
+        state.update(
+            optimizer=self.optimizer.state_dict(),
+            scheduler=self.scheduler.state_dict(),
+            scaler=self.scaler.state_dict(),
+            progress=asdict(self.progress),
+            metrics=metrics or {},
+            rng={
+                "torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                "python": list(random.getstate()[1]),
+            },
+        )
+        return state
+
+    def save(self, name: str, metrics: dict[str, float] | None = None) -> None:
+        if self.dist.is_main:
+            save_checkpoint(self.run_dir / name, self.state(metrics))
+
+    def resume(self) -> None:
+        """Continue from `<run_dir>/last.pt` when it exists (every rank reads the same file)."""
+        path = self.run_dir / "last.pt"
+        if not path.exists():
+            return
+        state = load_checkpoint(path, map_location=self.device)
+        check_compatible(state, self.config, self.data.src_tok, self.data.tgt_tok, path)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.progress = Progress(**state["progress"])
+        torch.set_rng_state(state["rng"]["torch"].cpu())
+        if state["rng"]["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([s.cpu() for s in state["rng"]["cuda"]])
+        random.setstate((3, tuple(state["rng"]["python"]), None))
+        if self.dist.is_main:
+            logger.info("resumed %s at step %d", path, self.progress.step)
+
+    def _hparams(self) -> dict[str, Any]:
+        config = self.config
+        return {
+            "model.d_model": config.model.d_model,
+            "model.layers": config.model.n_encoder_layers + config.model.n_decoder_layers,
+            "tokenizer.vocab_size": config.tokenizer.vocab_size,
+            "trainer.lr": self.cfg.lr,
+            "trainer.label_smoothing": self.cfg.label_smoothing,
+            "data.batch_tokens": config.data.batch_tokens,
+            "precision": self.precision.name,
+        }
+
+
+def train(config: TrainConfig) -> dict[str, float]:
+    """Build the data and the model, train, and return the final dev metrics."""
+    dist = init_distributed(select_device(config.trainer.device).type)
+    logging.basicConfig(level=logging.INFO if dist.is_main else logging.WARNING)
+    datasets.disable_progress_bars()  # the log says what the data stage did
+    if not dist.is_main:
+        dist.barrier()  # let the main process train the tokenizers and fill the cache first
+    data = build_data(config.data, config.tokenizer)
+    if dist.is_main:
+        dist.barrier()
+    trainer = Trainer(config, data, dist)
+    if dist.is_main:
+        logger.info(
+            "model: %s parameters; device %s, precision %s; run directory %s",
+            f"{trainer.model.num_parameters():,}",
+            trainer.device,
+            trainer.precision.name,
+            trainer.run_dir,
+        )
+    try:
+        metrics = trainer.fit()
+    finally:
+        shutdown_distributed()
+    if dist.is_main:
+        summary = ", ".join(f"{name} {value:.2f}" for name, value in metrics.items())
+        print(f"step {trainer.progress.step}: dev {summary}; checkpoints in {trainer.run_dir}")
+    return metrics

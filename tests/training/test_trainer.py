@@ -1,0 +1,170 @@
+"""The training loop: learning, accumulation, exact resume, checkpoints, the non-finite guard."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from llm_from_scratch.config import TrainConfig, resolve
+from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.datamodule import build_data
+from llm_from_scratch.training.checkpoint import CheckpointError, load_checkpoint
+from llm_from_scratch.training.trainer import Trainer, TrainingError
+
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+]
+
+
+def write_copy_task(root: Path, seed: int = 0) -> None:
+    """Pairs whose target repeats the source: learnable in seconds, so BLEU must get high."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    for split, count in (("train", 3000), ("dev", 60), ("test", 60)):
+        lines = []
+        for _ in range(count):
+            sentence = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8)))
+            lines.append(f"{sentence}\t{sentence}")
+        (root / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def copy_task(tmp_path_factory):
+    """A composed smoke config pointed at the copy task, with its data built once."""
+    root = tmp_path_factory.mktemp("copy")
+    write_copy_task(root / "raw" / "copy")
+    from hydra import compose, initialize_config_dir
+
+    config_dir = Path(__file__).resolve().parents[2] / "configs"
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        config = resolve(compose("train", ["experiment=smoke"]), TrainConfig)
+    data_cfg = DataConfig(
+        name="copy",
+        source="local",
+        format="tsv",
+        splits={"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        src_column="en",
+        tgt_column="ja",
+        raw_dir=str(root / "raw"),
+        cache_dir=str(root / "cache"),
+        batch_tokens=600,
+    )
+    tokenizer = dataclasses.replace(config.tokenizer, vocab_size=320, dir=str(root / "tok"))
+    config = dataclasses.replace(config, data=data_cfg, tokenizer=tokenizer)
+    return config, build_data(config.data, config.tokenizer), root
+
+
+def with_trainer(config: TrainConfig, run_dir: Path, **changes) -> TrainConfig:
+    trainer = dataclasses.replace(config.trainer, run_dir=str(run_dir), **changes)
+    return dataclasses.replace(config, trainer=trainer)
+
+
+def fp32(config: TrainConfig, run_dir: Path, **changes) -> TrainConfig:
+    return with_trainer(config, run_dir, precision="fp32", device="cpu", **changes)
+
+
+def test_copy_task_reaches_high_bleu(copy_task, tmp_path):
+    config, data, _ = copy_task
+    model = dataclasses.replace(config.model, d_model=64, n_heads=4, d_ff=128)
+    config = dataclasses.replace(config, model=model)
+    config = with_trainer(
+        config, tmp_path, max_steps=400, warmup_steps=50, lr=3e-3, eval_every=400, save_every=400
+    )
+    metrics = Trainer(config, data).fit()
+    assert metrics["bleu"] >= 90, metrics
+    assert (tmp_path / "best.pt").is_file() and (tmp_path / "last.pt").is_file()
+    assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_accumulation_equals_one_big_batch(copy_task, tmp_path):
+    config, data, _ = copy_task
+    batches = list(data.eval_loader("dev"))[:1]
+    (big,) = batches
+    rows = big.src.shape[0]
+    assert rows >= 8
+    pieces = [slice(i, i + 2) for i in range(0, 8, 2)]
+    small = [
+        dataclasses.replace(
+            big, **{f.name: getattr(big, f.name)[piece] for f in dataclasses.fields(big)}
+        )
+        for piece in pieces
+    ]
+    whole = dataclasses.replace(
+        big, **{f.name: getattr(big, f.name)[:8] for f in dataclasses.fields(big)}
+    )
+    parameters = []
+    for micro_batches, accumulation in (([whole], 1), (small, 4)):
+        cfg = fp32(config, tmp_path / str(accumulation), accumulation_steps=accumulation)
+        trainer = Trainer(
+            dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, dropout=0.0)), data
+        )
+        trainer.update(micro_batches)
+        parameters.append(torch.cat([p.detach().flatten() for p in trainer.model.parameters()]))
+    assert torch.allclose(parameters[0], parameters[1], atol=1e-5, rtol=0)
+
+
+def test_resume_continues_exactly(copy_task, tmp_path):
+    config, data, _ = copy_task
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
+    straight = fp32(config, tmp_path / "straight", max_steps=30, eval_every=1000, save_every=1000)
+    reference = Trainer(straight, data)
+    reference.fit()
+    reference_weights = torch.cat([p.flatten() for p in reference.model.parameters()])
+
+    interrupted = fp32(config, tmp_path / "resumed", max_steps=12, eval_every=1000, save_every=12)
+    Trainer(interrupted, data).fit()
+    resumed_cfg = fp32(config, tmp_path / "resumed", max_steps=30, eval_every=1000, save_every=1000)
+    resumed = Trainer(resumed_cfg, data)
+    resumed.fit()
+    assert resumed.progress.step == 30
+    resumed_weights = torch.cat([p.flatten() for p in resumed.model.parameters()])
+    torch.testing.assert_close(resumed_weights, reference_weights, atol=1e-6, rtol=0)
+
+
+def test_changed_model_is_refused_on_resume(copy_task, tmp_path):
+    config, data, _ = copy_task
+    Trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
+    other = dataclasses.replace(config, model=dataclasses.replace(config.model, d_ff=96))
+    with pytest.raises(CheckpointError, match=r"model\.d_ff: 64 != 96"):
+        Trainer(fp32(other, tmp_path, max_steps=4), data).fit()
+
+
+def test_truncated_checkpoint_gives_clear_error(copy_task, tmp_path):
+    config, data, _ = copy_task
+    Trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
+    path = tmp_path / "last.pt"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="truncated or not a checkpoint"):
+        load_checkpoint(path)
+
+
+def test_nonfinite_loss_skips_the_update(copy_task, tmp_path, monkeypatch):
+    config, data, _ = copy_task
+    trainer = Trainer(fp32(config, tmp_path, max_nonfinite=3), data)
+    batch = next(iter(data.eval_loader("dev")))
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    original_forward = trainer.model.forward
+    monkeypatch.setattr(trainer.model, "forward", lambda *a: original_forward(*a) * float("nan"))
+    stats = trainer.update([batch])
+    assert stats.skipped
+    for old, new in zip(before, trainer.model.parameters(), strict=True):
+        assert torch.equal(old, new)
+    trainer._guard(stats)
+    trainer._guard(stats)
+    with pytest.raises(TrainingError, match="3 non-finite updates in a row"):
+        trainer._guard(stats)
