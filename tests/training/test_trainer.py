@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import random
 from pathlib import Path
 
 import pytest
@@ -15,39 +14,11 @@ from llm_from_scratch.data.datamodule import build_data
 from llm_from_scratch.training.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.training.trainer import Trainer, TrainingError
 
-WORDS = [
-    "alpha",
-    "bravo",
-    "charlie",
-    "delta",
-    "echo",
-    "foxtrot",
-    "golf",
-    "hotel",
-    "india",
-    "juliet",
-    "kilo",
-    "lima",
-]
-
-
-def write_copy_task(root: Path, seed: int = 0) -> None:
-    """Pairs whose target repeats the source: learnable in seconds, so BLEU must get high."""
-    rng = random.Random(seed)
-    root.mkdir(parents=True, exist_ok=True)
-    for split, count in (("train", 3000), ("dev", 60), ("test", 60)):
-        lines = []
-        for _ in range(count):
-            sentence = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8)))
-            lines.append(f"{sentence}\t{sentence}")
-        (root / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
 
 @pytest.fixture(scope="module")
-def copy_task(tmp_path_factory):
+def copy_task(copy_corpus):
     """A composed smoke config pointed at the copy task, with its data built once."""
-    root = tmp_path_factory.mktemp("copy")
-    write_copy_task(root / "raw" / "copy")
+    root = copy_corpus
     from hydra import compose, initialize_config_dir
 
     config_dir = Path(__file__).resolve().parents[2] / "configs"
