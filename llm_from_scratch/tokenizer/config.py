@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.tokenizer.pretokenize import NORMALIZATIONS, PRETOKENIZERS
+from llm_from_scratch.tokenizer.special_tokens import RESERVED
 
-NORMALIZATIONS = ("none", "nfkc")
+MIN_VOCAB_SIZE = 300  # 256 byte-fallback tokens, the special tokens, and room for characters
 
 
 @dataclass
@@ -15,20 +18,47 @@ class TokenizerConfig:
     shared: bool = False  # one joint vocabulary for both languages (allows three-way tying)
     character_coverage: float = 0.9995
     normalization: str = "nfkc"
+    pretokenizer: str = "okurigana"  # how text is cut before BPE: see tokenizer/pretokenize.py
+    special_tokens: list[str] = field(default_factory=list)  # user-defined, after <pad> <bos> <eos>
     dir: str = "data/tokenizers"
 
     def __post_init__(self) -> None:
-        if self.vocab_size < 300:
-            raise ConfigError(
-                f"tokenizer.vocab_size={self.vocab_size} is too small: "
-                "256 byte-fallback tokens and the special tokens need room"
-            )
-        if not 0.0 < self.character_coverage <= 1.0:
-            raise ConfigError(
-                f"tokenizer.character_coverage={self.character_coverage} must be in (0, 1]"
-            )
-        if self.normalization not in NORMALIZATIONS:
-            raise ConfigError(
-                f"tokenizer.normalization={self.normalization!r} must be one of "
-                f"{', '.join(NORMALIZATIONS)}"
-            )
+        check_training_options(
+            self.vocab_size,
+            self.character_coverage,
+            self.normalization,
+            self.pretokenizer,
+            self.special_tokens,
+        )
+
+
+def check_training_options(
+    vocab_size: int,
+    character_coverage: float,
+    normalization: str,
+    pretokenizer: str,
+    special_tokens: Sequence[str],
+) -> None:
+    """Raise `ConfigError` naming the first invalid option (shared by the config and the API)."""
+    if vocab_size < MIN_VOCAB_SIZE:
+        raise ConfigError(
+            f"tokenizer.vocab_size={vocab_size} is too small: "
+            "256 byte-fallback tokens and the special tokens need room"
+        )
+    if not 0.0 < character_coverage <= 1.0:
+        raise ConfigError(f"tokenizer.character_coverage={character_coverage} must be in (0, 1]")
+    if normalization not in NORMALIZATIONS:
+        raise ConfigError(
+            f"tokenizer.normalization={normalization!r} must be one of {', '.join(NORMALIZATIONS)}"
+        )
+    if pretokenizer not in PRETOKENIZERS:
+        raise ConfigError(
+            f"tokenizer.pretokenizer={pretokenizer!r} must be one of {', '.join(PRETOKENIZERS)}"
+        )
+    for token in special_tokens:
+        if not isinstance(token, str) or not token:
+            raise ConfigError(f"tokenizer.special_tokens: {token!r} is not a non-empty string")
+        if token in RESERVED:
+            raise ConfigError(f"tokenizer.special_tokens: {token!r} is reserved (always present)")
+    if len(set(special_tokens)) != len(special_tokens):
+        raise ConfigError(f"tokenizer.special_tokens={list(special_tokens)} repeats a token")

@@ -1,0 +1,274 @@
+"""Character-level BPE with byte fallback: training, encoding, decoding.
+
+Vocabulary layout (ids in this order):
+    special tokens   <pad> <bos> <eos>, then user-defined ones
+    256 byte tokens  <0x00> ... <0xFF>: the UTF-8 bytes of any character outside the alphabet
+    alphabet         the characters covering `character_coverage` of the training text
+    merges           one token per learned merge, in the order they were learned
+
+Unlike byte-level BPE, a Japanese character is one symbol from the start, so no merges are spent
+rebuilding 3-byte characters; rare characters still encode (as bytes), so there is no <unk>.
+Byte tokens are never merged: they only stand in for characters the alphabet lacks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+from itertools import pairwise, repeat
+from pathlib import Path
+from typing import Any
+
+from llm_from_scratch.tokenizer import file_format
+from llm_from_scratch.tokenizer.bpe_training import learn_merges, select_alphabet
+from llm_from_scratch.tokenizer.config import check_training_options
+from llm_from_scratch.tokenizer.file_format import NUM_BYTES
+from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalize
+from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD, RESERVED
+
+# Cached piece encodings; the cache is emptied when full, which keeps memory bounded on
+# unbounded input while a training corpus's frequent pieces stay hot.
+MAX_CACHED_PIECES = 1 << 18
+NO_MERGE = 1 << 62  # the rank of a pair that is never merged: above every token id
+
+
+class BPETokenizer:
+    """A trained tokenizer. Build one with `BPETokenizer.train` or `BPETokenizer.load`."""
+
+    def __init__(
+        self,
+        *,
+        alphabet: Sequence[str],
+        merges: Sequence[tuple[int, int]],
+        special_tokens: Sequence[str] = RESERVED,
+        normalization: str = "nfkc",
+        pretokenizer: str = "okurigana",
+        pattern: str | None = None,
+        training_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.alphabet = list(alphabet)
+        self.merge_pairs = [tuple(pair) for pair in merges]
+        self.special_tokens = list(special_tokens)
+        self.normalization = normalization
+        self.pretokenizer = pretokenizer
+        self.pattern = pattern if pattern is not None else PRETOKENIZERS[pretokenizer]
+        self.training_options = dict(training_options or {})
+
+        self._split = re.compile(self.pattern).findall
+        self._special_ids = {token: i for i, token in enumerate(self.special_tokens)}
+        self._first_byte_id = len(self.special_tokens)
+        first_char_id = self._first_byte_id + NUM_BYTES
+        self._char_ids = {char: first_char_id + i for i, char in enumerate(self.alphabet)}
+        first_merge_id = first_char_id + len(self.alphabet)
+        # A pair's merged id doubles as its rank: earlier merges have smaller ids.
+        self._merged_id = {pair: first_merge_id + i for i, pair in enumerate(self.merge_pairs)}
+
+        self._token_bytes = [b""] * len(self.special_tokens)  # decode leaves specials out
+        self._token_bytes += [bytes([byte]) for byte in range(NUM_BYTES)]
+        self._token_bytes += [char.encode("utf-8", "surrogatepass") for char in self.alphabet]
+        for first, second in self.merge_pairs:
+            self._token_bytes.append(self._token_bytes[first] + self._token_bytes[second])
+        self._cache: dict[str, list[int]] = {}
+
+    # --- training -------------------------------------------------------------------------
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int,
+        *,
+        character_coverage: float = 0.9995,
+        normalization: str = "nfkc",
+        pretokenizer: str = "okurigana",
+        special_tokens: Sequence[str] = (),
+    ) -> BPETokenizer:
+        """Learn a vocabulary of `vocab_size` tokens (fewer if the corpus runs out of pairs).
+
+        `special_tokens` are user-defined extras placed after <pad>, <bos>, <eos>.
+        """
+        check_training_options(
+            vocab_size, character_coverage, normalization, pretokenizer, special_tokens
+        )
+        split = re.compile(PRETOKENIZERS[pretokenizer]).findall
+        pieces: Counter[str] = Counter()
+        for text in texts:
+            pieces.update(split(normalize(text, normalization)))
+
+        char_counts: Counter[str] = Counter()
+        for piece, count in pieces.items():
+            for char in piece:
+                char_counts[char] += count
+        alphabet = select_alphabet(char_counts, character_coverage)
+        all_special = [*RESERVED, *special_tokens]
+        base_size = len(all_special) + NUM_BYTES + len(alphabet)
+        if base_size > vocab_size:
+            raise file_format.TokenizerError(
+                f"vocab_size={vocab_size} cannot hold the {len(alphabet)} characters needed for "
+                f"character_coverage={character_coverage} plus {NUM_BYTES} byte tokens and "
+                f"{len(all_special)} special tokens: raise vocab_size or lower the coverage"
+            )
+
+        # Merges never cross a byte-fallback character, so cut words there: what remains are
+        # runs of alphabet ids, and runs of one symbol have nothing to merge.
+        char_ids = {char: len(all_special) + NUM_BYTES + i for i, char in enumerate(alphabet)}
+        words: Counter[tuple[int, ...]] = Counter()
+        for piece, count in pieces.items():
+            run: list[int] = []
+            for char in piece:
+                char_id = char_ids.get(char)
+                if char_id is not None:
+                    run.append(char_id)
+                    continue
+                if len(run) > 1:
+                    words[tuple(run)] += count
+                run = []
+            if len(run) > 1:
+                words[tuple(run)] += count
+
+        merges = learn_merges(words, num_merges=vocab_size - base_size, first_id=base_size)
+        return cls(
+            alphabet=alphabet,
+            merges=merges,
+            special_tokens=all_special,
+            normalization=normalization,
+            pretokenizer=pretokenizer,
+            training_options={"vocab_size": vocab_size, "character_coverage": character_coverage},
+        )
+
+    # --- encoding and decoding ------------------------------------------------------------
+
+    def normalize(self, text: str) -> str:
+        """The normalization `encode` applies; `decode(encode(s)) == tok.normalize(s)`."""
+        return normalize(text, self.normalization)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`; special tokens are never produced from text."""
+        cached = self._cache.get
+        encode_piece = self._encode_piece
+        # A piece always has at least one token, so `or` falls through only on a cache miss.
+        return [
+            token
+            for piece in self._split(self.normalize(text))
+            for token in cached(piece) or encode_piece(piece)
+        ]
+
+    def encode_batch(self, texts: Iterable[str]) -> list[list[int]]:
+        return [self.encode(text) for text in texts]
+
+    def _encode_piece(self, piece: str) -> list[int]:
+        symbols = list(map(self._char_ids.get, piece))
+        if None in symbols:
+            symbols = []
+            for char in piece:
+                char_id = self._char_ids.get(char)
+                if char_id is None:
+                    utf8 = char.encode("utf-8", "surrogatepass")
+                    symbols += [self._first_byte_id + byte for byte in utf8]
+                else:
+                    symbols.append(char_id)
+        # Replay the merges in training order: the adjacent pair merged earliest goes first, and
+        # a merged id doubles as its rank. Merging one occurrence at a time is equivalent, since
+        # the pair's other occurrences still have the lowest rank on the next round.
+        rank = self._merged_id.get
+        ranks = list(map(rank, pairwise(symbols), repeat(NO_MERGE)))  # ranks[i]: symbols i, i+1
+        while ranks:
+            best = min(ranks)
+            if best == NO_MERGE:
+                break
+            i = ranks.index(best)
+            symbols[i : i + 2] = [best]
+            # Only the pairs that touch the new token change.
+            del ranks[i]
+            if i > 0:
+                ranks[i - 1] = rank((symbols[i - 1], best), NO_MERGE)
+            if i < len(ranks):
+                ranks[i] = rank((best, symbols[i + 1]), NO_MERGE)
+        if len(self._cache) >= MAX_CACHED_PIECES:
+            self._cache.clear()
+        self._cache[piece] = symbols
+        return symbols
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of `ids`. Special tokens are left out; bytes that are not valid UTF-8
+        (a model can emit any id sequence) become U+FFFD instead of raising."""
+        if ids and not 0 <= min(ids) <= max(ids) < self.vocab_size:
+            bad = next(i for i in ids if not 0 <= i < self.vocab_size)
+            raise ValueError(f"token id {bad} is outside the vocabulary [0, {self.vocab_size})")
+        data = b"".join([self._token_bytes[i] for i in ids])
+        try:
+            # surrogatepass: lone surrogates encoded by `encode` come back as themselves.
+            return data.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            return data.decode("utf-8", "replace")
+
+    # --- vocabulary -----------------------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._token_bytes)
+
+    @property
+    def pad_id(self) -> int:
+        return self._special_ids[PAD]
+
+    @property
+    def bos_id(self) -> int:
+        return self._special_ids[BOS]
+
+    @property
+    def eos_id(self) -> int:
+        return self._special_ids[EOS]
+
+    def special_id(self, token: str) -> int:
+        """The id of a special token, reserved or user-defined, e.g. `tok.special_id("<sep>")`."""
+        try:
+            return self._special_ids[token]
+        except KeyError:
+            raise KeyError(f"{token!r} is not a special token of this tokenizer") from None
+
+    def is_byte_token(self, token_id: int) -> bool:
+        """True for the <0xNN> tokens that spell characters outside the alphabet."""
+        return self._first_byte_id <= token_id < self._first_byte_id + NUM_BYTES
+
+    def token_text(self, token_id: int) -> str:
+        """Readable form of one token: special tokens by name, byte tokens as <0xNN>."""
+        if token_id < self._first_byte_id:
+            return self.special_tokens[token_id]
+        if self.is_byte_token(token_id):
+            return f"<0x{token_id - self._first_byte_id:02X}>"
+        return self._token_bytes[token_id].decode("utf-8", "surrogatepass")
+
+    @property
+    def merges(self) -> list[tuple[str, str]]:
+        """The learned merges as text pairs, in the order they were learned."""
+        return [(self.token_text(a), self.token_text(b)) for a, b in self.merge_pairs]
+
+    # --- persistence ----------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """The canonical JSON text of the tokenizer: what `save` writes (see file_format.py)."""
+        return file_format.canonical_json(file_format.to_dict(self))
+
+    @classmethod
+    def from_json(cls, text: str, origin: str = "tokenizer JSON") -> BPETokenizer:
+        return cls(**file_format.parse(text, origin))
+
+    @cached_property
+    def hash(self) -> str:
+        """sha256 of the canonical JSON, i.e. of the saved file: equal hash, same tokenizer."""
+        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_text(self.to_json(), encoding="utf-8")
+        temporary.replace(path)  # atomic: a reader never sees a half-written file
+
+    @classmethod
+    def load(cls, path: str | Path) -> BPETokenizer:
+        return cls(**file_format.read(Path(path)))

@@ -1,0 +1,136 @@
+"""The tokenizer file: versioned JSON that loads without running code (unlike pickle).
+
+    {"format": "llm-from-scratch-bpe", "version": 1,
+     "normalization": "nfkc", "pretokenizer": {"name": "okurigana", "pattern": "..."},
+     "special_tokens": ["<pad>", "<bos>", "<eos>"], "alphabet": ["a", "b", ...],
+     "merges": [[id, id], ...], "training_options": {"vocab_size": 8000, ...}}
+
+The pattern is stored, not only its name, so a file keeps encoding the same way when the code's
+patterns change. Files are written in canonical form (sorted keys, no spaces), so the sha256 of
+the file is the tokenizer's `hash`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.tokenizer.pretokenize import NORMALIZATIONS
+from llm_from_scratch.tokenizer.special_tokens import RESERVED
+
+if TYPE_CHECKING:
+    from llm_from_scratch.tokenizer.bpe import BPETokenizer
+
+FORMAT = "llm-from-scratch-bpe"
+VERSION = 1
+NUM_BYTES = 256  # byte tokens, implicit in the file: they follow the special tokens
+
+
+class TokenizerError(UserError):
+    """A tokenizer cannot be trained with these settings, or its file cannot be read."""
+
+
+def to_dict(tok: BPETokenizer) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "normalization": tok.normalization,
+        "pretokenizer": {"name": tok.pretokenizer, "pattern": tok.pattern},
+        "special_tokens": tok.special_tokens,
+        "alphabet": tok.alphabet,
+        "merges": [list(pair) for pair in tok.merge_pairs],
+        "training_options": tok.training_options,
+    }
+
+
+def canonical_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The keyword arguments of `BPETokenizer(...)` stored in `path`, checked for consistency."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TokenizerError(f"tokenizer file {path} does not exist") from None
+    except UnicodeDecodeError as error:
+        raise TokenizerError(f"{path} is not a tokenizer file (not UTF-8: {error})") from None
+    return parse(text, origin=str(path))
+
+
+def parse(text: str, origin: str) -> dict[str, Any]:
+    """As `read`, from the JSON text; `origin` names where it came from in error messages."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise TokenizerError(f"{origin} is not a tokenizer file (invalid JSON: {error})") from None
+
+    def fail(problem: str) -> TokenizerError:
+        return TokenizerError(f"{origin} is not a valid tokenizer file: {problem}")
+
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise fail(f'"format" must be {FORMAT!r}')
+    if data.get("version") != VERSION:
+        raise TokenizerError(
+            f"{origin} has tokenizer format version {data.get('version')!r}; this code reads "
+            f"version {VERSION}: retrain the tokenizer or use a matching checkout"
+        )
+    missing = {"normalization", "pretokenizer", "special_tokens", "alphabet", "merges"} - set(data)
+    if missing:
+        raise fail(f"missing {', '.join(sorted(missing))}")
+
+    if data["normalization"] not in NORMALIZATIONS:
+        raise fail(f"unknown normalization {data['normalization']!r}")
+    pretokenizer = data["pretokenizer"]
+    if not (
+        isinstance(pretokenizer, dict)
+        and isinstance(pretokenizer.get("name"), str)
+        and isinstance(pretokenizer.get("pattern"), str)
+    ):
+        raise fail('"pretokenizer" must be {"name": str, "pattern": str}')
+    try:
+        re.compile(pretokenizer["pattern"])
+    except re.error as error:
+        raise fail(f"pre-tokenizer pattern does not compile ({error})") from None
+
+    special_tokens = data["special_tokens"]
+    if not _all_str(special_tokens) or list(special_tokens[: len(RESERVED)]) != list(RESERVED):
+        raise fail(f'"special_tokens" must be a list of strings starting with {list(RESERVED)}')
+    alphabet = data["alphabet"]
+    if not _all_str(alphabet) or any(len(char) != 1 for char in alphabet):
+        raise fail('"alphabet" must be a list of single characters')
+    if len(set(alphabet)) != len(alphabet):
+        raise fail('"alphabet" lists a character twice')
+
+    merges = data["merges"]
+    next_id = len(special_tokens) + NUM_BYTES + len(alphabet)
+    first_char_id = len(special_tokens) + NUM_BYTES
+    if not isinstance(merges, list):
+        raise fail('"merges" must be a list of [id, id] pairs')
+    for number, pair in enumerate(merges):
+        # A merge joins two tokens that exist before it: characters or earlier merges.
+        valid = (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(type(i) is int and first_char_id <= i < next_id for i in pair)
+        )
+        if not valid:
+            raise fail(f"merge {number} is {pair!r}, not a pair of earlier character/merge ids")
+        next_id += 1
+
+    return {
+        "alphabet": alphabet,
+        "merges": [tuple(pair) for pair in merges],
+        "special_tokens": special_tokens,
+        "normalization": data["normalization"],
+        "pretokenizer": pretokenizer["name"],
+        "pattern": pretokenizer["pattern"],
+        "training_options": data.get("training_options", {}),
+    }
+
+
+def _all_str(values: Any) -> bool:
+    return isinstance(values, list) and all(isinstance(value, str) for value in values)

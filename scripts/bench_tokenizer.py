@@ -1,0 +1,95 @@
+"""Benchmark our BPE against sentencepiece BPE on tanaka_graded train, in the same process.
+
+    DATA_MIRROR=../shared/corpora python scripts/bench_tokenizer.py [--limit N] [--vocab-size V]
+
+For each language it trains both (same vocabulary size, byte fallback, one thread), encodes every
+sentence with one call each (as a data pipeline does; our piece cache starts cold), and prints
+ours/sentencepiece ratios of training time, encode throughput and characters per token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import sentencepiece as spm
+from omegaconf import OmegaConf
+
+from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.tokenizer import BPETokenizer
+from llm_from_scratch.tokenizer.training_job import read_train_texts
+
+DATA_CONFIG = Path(__file__).resolve().parent.parent / "configs/data/tanaka_graded.yaml"
+
+
+def timed(function: Callable[[], object]) -> tuple[object, float]:
+    start = time.perf_counter()
+    result = function()
+    return result, time.perf_counter() - start
+
+
+def train_sentencepiece(texts: list[str], vocab_size: int) -> spm.SentencePieceProcessor:
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_writer=model,
+        model_type="bpe",
+        vocab_size=vocab_size,
+        byte_fallback=True,
+        character_coverage=0.9995,
+        num_threads=1,
+        minloglevel=2,
+    )
+    return spm.SentencePieceProcessor(model_proto=model.getvalue())
+
+
+def compare(lang: str, texts: list[str], vocab_size: int, pretokenizer: str) -> None:
+    ours, ours_train = timed(
+        lambda: BPETokenizer.train(texts, vocab_size, pretokenizer=pretokenizer)
+    )
+    theirs, theirs_train = timed(lambda: train_sentencepiece(texts, vocab_size))
+    ours_ids, ours_encode = timed(lambda: [ours.encode(text) for text in texts])
+    theirs_ids, theirs_encode = timed(lambda: [theirs.encode(text) for text in texts])
+
+    chars = sum(map(len, texts))
+    ours_cpt = chars / sum(map(len, ours_ids))
+    theirs_cpt = chars / sum(map(len, theirs_ids))
+    rows = [
+        ("training time (s)", ours_train, theirs_train, ours_train / theirs_train, "<= 10"),
+        (
+            "encode (sentences/s)",
+            len(texts) / ours_encode,
+            len(texts) / theirs_encode,
+            theirs_encode / ours_encode,
+            ">= 0.5",
+        ),
+        ("chars per token", ours_cpt, theirs_cpt, ours_cpt / theirs_cpt, ">= 0.97"),
+    ]
+    print(f"\n{lang}: {len(texts):,} sentences, {chars:,} characters, vocab {vocab_size}")
+    print(f"  {'':22} {'ours':>10} {'spm':>10} {'ours/spm':>9}  target")
+    for name, ours_value, theirs_value, ratio, target in rows:
+        print(f"  {name:22} {ours_value:10.2f} {theirs_value:10.2f} {ratio:9.2f}  {target}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--limit", type=int, default=None, help="use the first N sentence pairs")
+    parser.add_argument("--pretokenizer", default="okurigana")
+    args = parser.parse_args()
+
+    schema = OmegaConf.structured(DataConfig)
+    data_cfg = OmegaConf.to_object(OmegaConf.merge(schema, OmegaConf.load(DATA_CONFIG)))
+    fetch_dataset(data_cfg)
+    src, tgt = read_train_texts(data_cfg)
+    print(f"tanaka_graded train, pretokenizer={args.pretokenizer}, sentencepiece {spm.__version__}")
+    for lang, texts in ((data_cfg.src_lang, src), (data_cfg.tgt_lang, tgt)):
+        compare(lang, texts[: args.limit], args.vocab_size, args.pretokenizer)
+
+
+if __name__ == "__main__":
+    main()
