@@ -10,12 +10,12 @@ from llm_from_scratch.errors import ConfigError
 @dataclass
 class DecodeConfig:
     beam_size: int = 5  # 1 is greedy search
-    nbest: int = 1
+    nbest: int = 1  # hypotheses returned per sentence, best first
     length_penalty: float = 0.6  # GNMT alpha; 0 disables
-    max_len_a: float = 1.5  # output length limit: a * source_length + b
+    max_len_a: float = 1.5  # output length limit: a * source_length + b (source EOS counted)
     max_len_b: int = 10
     no_repeat_ngram_size: int = 0  # 0 disables
-    batch_tokens: int = 8000
+    batch_tokens: int = 8000  # bound on padded source tokens x beam_size per decoding batch
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:
@@ -24,8 +24,16 @@ class DecodeConfig:
             raise ConfigError(
                 f"decode.nbest={self.nbest} must be between 1 and decode.beam_size={self.beam_size}"
             )
+        if self.length_penalty < 0:
+            raise ConfigError(f"decode.length_penalty={self.length_penalty} must not be negative")
         if self.max_len_a < 0 or self.max_len_b < 1:
             raise ConfigError(
                 f"decode.max_len_a={self.max_len_a} must be >= 0 and "
                 f"decode.max_len_b={self.max_len_b} >= 1"
             )
+        if self.no_repeat_ngram_size < 0:
+            raise ConfigError(
+                f"decode.no_repeat_ngram_size={self.no_repeat_ngram_size} must not be negative"
+            )
+        if self.batch_tokens < 1:
+            raise ConfigError(f"decode.batch_tokens={self.batch_tokens} must be at least 1")

@@ -1,0 +1,69 @@
+"""What greedy and beam search share: the result type, the output-length limit and the
+constraints applied to every step's next-token distribution."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+
+class SpecialIds(Protocol):
+    """The special-token ids a search needs; a `BPETokenizer` provides them."""
+
+    @property
+    def pad_id(self) -> int: ...
+
+    @property
+    def bos_id(self) -> int: ...
+
+    @property
+    def eos_id(self) -> int: ...
+
+
+@dataclass
+class Hypothesis:
+    """One output of a search."""
+
+    tokens: list[int]  # generated target ids, without BOS and EOS
+    score: float  # log-probability; beam search divides it by the GNMT length penalty
+    hit_max_len: bool  # stopped by the length limit rather than by emitting EOS
+
+
+def output_limits(src_mask: Tensor, a: float, b: int, max_positions: int) -> Tensor:
+    """(batch,) most tokens each sentence may generate: a * src_len + b, src_len counting the
+    source's EOS. Capped so that the decoder's input (BOS + all but the last output token) stays
+    within the model's positional table."""
+    src_lengths = src_mask.sum(dim=1).double()
+    return (a * src_lengths + b).floor().long().clamp(1, max_positions)
+
+
+def next_token_log_probs(
+    logits: Tensor, generated: Tensor, tok: SpecialIds, no_repeat_ngram_size: int
+) -> Tensor:
+    """logits (rows, vocab) → log-probabilities with the forbidden tokens at -inf.
+
+    BOS and PAD are never outputs; with `no_repeat_ngram_size` = n, neither is a token that would
+    repeat an n-gram already in the row's `generated` ids (rows, steps).
+    """
+    # Half-precision logits are upcast so that scores summed over many steps stay accurate.
+    log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
+    log_probs[:, [tok.bos_id, tok.pad_id]] = float("-inf")
+    if no_repeat_ngram_size > 0:
+        _ban_repeated_ngrams(log_probs, generated, no_repeat_ngram_size)
+    return log_probs
+
+
+def _ban_repeated_ngrams(log_probs: Tensor, generated: Tensor, n: int) -> None:
+    if generated.size(1) < n:
+        return  # no complete n-gram yet
+    for row, tokens in enumerate(generated.tolist()):
+        context = tokens[len(tokens) - n + 1 :]  # the n-1 tokens a new n-gram would start with
+        banned = [
+            tokens[start + n - 1]
+            for start in range(len(tokens) - n + 1)
+            if tokens[start : start + n - 1] == context
+        ]
+        log_probs[row, banned] = float("-inf")

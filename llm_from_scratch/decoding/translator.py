@@ -1,0 +1,234 @@
+"""Text in, text out: cleaning, splitting over-long input, token-budget batching, search.
+
+Input the model cannot take in one piece (longer than its positional table, or than the output
+limit a * src_len + b allows) is split into sentences, then words, then characters, translated
+piece by piece and rejoined: never cut. Characters outside the vocabulary encode as bytes, so any
+text that is valid Unicode can be translated.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from llm_from_scratch.decoding.beam import beam_search
+from llm_from_scratch.decoding.common import Hypothesis
+from llm_from_scratch.decoding.config import DecodeConfig
+from llm_from_scratch.decoding.greedy import greedy_search
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.model import Seq2SeqTransformer
+from llm_from_scratch.tokenizer import BPETokenizer
+from llm_from_scratch.training.checkpoint import load_checkpoint, restore_for_inference
+
+# Split points, coarsest first: after sentence-final punctuation, then between words.
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])")
+_WORD_SPLIT = re.compile(r"(?<=\s)(?=\S)")
+_LANGUAGES_WITHOUT_SPACES = ("ja", "zh", "th")
+_BREAKING = ("Cc", "Zl", "Zp")  # Unicode categories of control characters and line breaks
+
+
+class InputError(UserError):
+    """Text that cannot be translated, e.g. not valid Unicode."""
+
+
+@dataclass
+class Candidate:
+    text: str
+    score: float  # sum over the input's pieces of each piece's search score
+    tokens: list[int]  # target ids of all pieces, concatenated
+    hit_max_len: bool  # some piece stopped at its length limit instead of at EOS
+
+
+@dataclass
+class Translation:
+    candidates: list[Candidate]  # `nbest` of them, best first; none for an empty input
+
+    @property
+    def text(self) -> str:
+        return self.candidates[0].text if self.candidates else ""
+
+
+def joiner_for(language: str) -> str:
+    """What joins the translations of the pieces of a split input in `language`."""
+    return "" if language in _LANGUAGES_WITHOUT_SPACES else " "
+
+
+def resolve_device(name: str) -> torch.device:
+    """The device named `name`, checked to be usable; `auto` is CUDA when available, else CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as error:
+        raise UserError(f"device {name!r} is not usable: {str(error).splitlines()[0]}") from None
+    return device
+
+
+class Translator:
+    """Translates batches of texts with a model and its tokenizers."""
+
+    def __init__(
+        self,
+        model: Seq2SeqTransformer,
+        src_tok: BPETokenizer,
+        tgt_tok: BPETokenizer,
+        decode: DecodeConfig,
+        joiner: str = "",
+        use_cache: bool = True,
+    ) -> None:
+        self.model = model.eval()
+        self.src_tok = src_tok
+        self.tgt_tok = tgt_tok
+        self.decode = decode
+        self.joiner = joiner  # between the translations of the pieces of a split input
+        self.use_cache = use_cache
+        self.device = next(model.parameters()).device
+        # Longest source piece (EOS excluded) whose output limit a * (n + 1) + b still fits the
+        # positional table, so the limit never silently truncates a translation.
+        positions = model.cfg.max_positions
+        fitting = (
+            positions
+            if decode.max_len_a == 0
+            else (positions - decode.max_len_b) / decode.max_len_a
+        )
+        self.max_src_tokens = max(1, int(min(positions, fitting)) - 1)
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: str | Path,
+        device: str = "auto",
+        decode: DecodeConfig | None = None,
+        **overrides: int,
+    ) -> Translator:
+        """Load a checkpoint; `decode` defaults to the run's own, `overrides` replace its keys."""
+        model, src_tok, tgt_tok, config = restore_for_inference(
+            load_checkpoint(path), resolve_device(device)
+        )
+        decode = replace(decode or config.decode, **overrides)  # re-validates
+        return cls(model, src_tok, tgt_tok, decode, joiner_for(config.data.tgt_lang))
+
+    def translate(self, texts: Sequence[str]) -> list[Translation]:
+        """One translation per text, in order; an empty (or all-space) text gives ""."""
+        pieces: list[tuple[int, list[int]]] = [
+            (index, ids) for index, text in enumerate(texts) for ids in self._pieces(_clean(text))
+        ]
+        results: list[list[Hypothesis]] = [[] for _ in pieces]
+        for batch in self._batches([ids for _, ids in pieces]):
+            for position, nbest in zip(
+                batch, self._search([pieces[i][1] for i in batch]), strict=True
+            ):
+                results[position] = nbest
+
+        per_text: list[list[list[Hypothesis]]] = [[] for _ in texts]
+        for (index, _), nbest in zip(pieces, results, strict=True):
+            per_text[index].append(nbest)
+        return [Translation(self._combine(piece_results)) for piece_results in per_text]
+
+    def _pieces(self, text: str) -> list[list[int]]:
+        """Source ids of `text`, split into pieces of at most `max_src_tokens`."""
+        ids = self.src_tok.encode(text)
+        if len(ids) <= self.max_src_tokens:
+            return [ids] if ids else []
+        parts = _split_once(text)
+        if len(parts) == 1:  # one character spelled with more byte tokens than fit
+            return [
+                ids[i : i + self.max_src_tokens] for i in range(0, len(ids), self.max_src_tokens)
+            ]
+        pieces, current = [], ""
+        for part in parts:
+            if current and len(self.src_tok.encode(current + part)) > self.max_src_tokens:
+                pieces += self._pieces(current)
+                current = part
+            else:
+                current += part
+        return pieces + self._pieces(current)
+
+    def _batches(self, pieces: list[list[int]]) -> list[list[int]]:
+        """Positions of `pieces`, grouped by length so that padded source tokens x beams stay
+        within `decode.batch_tokens` (a piece over the budget alone is a batch of one)."""
+        order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
+        batches: list[list[int]] = []
+        for position in order:
+            padded = (len(pieces[position]) + 1) * self.decode.beam_size  # +1: the EOS
+            if batches and (len(batches[-1]) + 1) * padded <= self.decode.batch_tokens:
+                batches[-1].append(position)  # sorted, so this piece is the batch's longest
+            else:
+                batches.append([position])
+        return batches
+
+    def _search(self, pieces: list[list[int]]) -> list[list[Hypothesis]]:
+        longest = max(len(ids) for ids in pieces) + 1
+        src = torch.full((len(pieces), longest), self.src_tok.pad_id, dtype=torch.long)
+        for row, ids in enumerate(pieces):
+            src[row, : len(ids) + 1] = torch.tensor([*ids, self.src_tok.eos_id])
+        src = src.to(self.device)
+        src_mask = src != self.src_tok.pad_id  # (pieces, longest), True at real tokens
+        cfg = self.decode
+        limits = {"max_len_a": cfg.max_len_a, "max_len_b": cfg.max_len_b}
+        common = {"no_repeat_ngram_size": cfg.no_repeat_ngram_size, "use_cache": self.use_cache}
+        if cfg.beam_size == 1:
+            hyps = greedy_search(self.model, src, src_mask, self.tgt_tok, **limits, **common)
+            return [[hyp] for hyp in hyps]
+        return beam_search(
+            self.model,
+            src,
+            src_mask,
+            self.tgt_tok,
+            beam_size=cfg.beam_size,
+            nbest=cfg.nbest,
+            alpha=cfg.length_penalty,
+            **limits,
+            **common,
+        )
+
+    def _combine(self, piece_results: list[list[Hypothesis]]) -> list[Candidate]:
+        """The i-th candidate of a split input joins the i-th hypotheses of its pieces."""
+        if not piece_results:
+            return []
+        candidates = []
+        for rank in range(min(len(nbest) for nbest in piece_results)):
+            hyps = [nbest[rank] for nbest in piece_results]
+            candidates.append(
+                Candidate(
+                    text=self.joiner.join(_one_line(self.tgt_tok.decode(h.tokens)) for h in hyps),
+                    score=sum(h.score for h in hyps),
+                    tokens=[token for h in hyps for token in h.tokens],
+                    hit_max_len=any(h.hit_max_len for h in hyps),
+                )
+            )
+        return candidates
+
+
+def _clean(text: str) -> str:
+    """Reject text that is not valid Unicode; control characters become spaces."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:  # lone surrogates, e.g. undecodable bytes in argv
+        raise InputError(
+            f"input is not valid UTF-8 text (at character {error.start}: "
+            f"{text[max(0, error.start - 10) : error.start + 10]!r})"
+        ) from None
+    return _one_line(text).strip()
+
+
+def _one_line(text: str) -> str:
+    """Control characters and line separators as spaces: one text in, one line out."""
+    return "".join(" " if unicodedata.category(char) in _BREAKING else char for char in text)
+
+
+def _split_once(text: str) -> list[str]:
+    """`text` cut at its coarsest split points (sentences, else words, else in two halves);
+    the parts join back to `text`."""
+    for pattern in (_SENTENCE_SPLIT, _WORD_SPLIT):
+        parts = [part for part in pattern.split(text) if part]
+        if len(parts) > 1:
+            return parts
+    middle = len(text) // 2
+    return [text[:middle], text[middle:]] if middle else [text]

@@ -1,0 +1,56 @@
+"""The contents of an evaluation's `metrics.json`, and writing it with the hypotheses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llm_from_scratch.atomic import atomic_writer
+from llm_from_scratch.evaluation.metrics import bleu
+
+# Upper bounds (inclusive) of the source-length buckets, in whitespace-separated source words:
+# a measure that does not depend on the tokenizer, so runs with different vocabularies compare.
+LENGTH_BUCKETS = (5, 10, 15, 20, 30)
+REPEAT_NGRAM = 4
+
+
+def length_bucket(words: int) -> str:
+    lower = 1
+    for upper in LENGTH_BUCKETS:
+        if words <= upper:
+            return f"{lower}-{upper}"
+        lower = upper + 1
+    return f"{lower}+"
+
+
+def bleu_by_source_length(
+    sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str]
+) -> dict[str, dict[str, float | int]]:
+    """BLEU (ja-mecab) of each source-length bucket that has sentences, shortest first."""
+    buckets: dict[str, list[int]] = {}
+    for index, source in enumerate(sources):
+        buckets.setdefault(length_bucket(len(source.split())), []).append(index)
+    ordered = sorted(buckets.items(), key=lambda item: int(item[0].split("-")[0].rstrip("+")))
+    return {
+        label: {
+            "sentences": len(indices),
+            "bleu": bleu([hypotheses[i] for i in indices], [references[i] for i in indices]).score,
+        }
+        for label, indices in ordered
+    }
+
+
+def has_repeated_ngram(tokens: Sequence[int], n: int = REPEAT_NGRAM) -> bool:
+    """Whether some n-gram occurs twice: the signature of a decoder stuck in a loop."""
+    ngrams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    return len(set(ngrams)) < len(ngrams)
+
+
+def write_evaluation(output_dir: Path, hypotheses: Sequence[str], metrics: dict[str, Any]) -> None:
+    """`hypotheses.txt` (one line per source) and `metrics.json`, each written atomically."""
+    with atomic_writer(output_dir / "hypotheses.txt") as file:
+        file.write("".join(f"{line}\n" for line in hypotheses).encode("utf-8"))
+    with atomic_writer(output_dir / "metrics.json") as file:
+        file.write(json.dumps(metrics, ensure_ascii=False, indent=2).encode("utf-8") + b"\n")

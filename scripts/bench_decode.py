@@ -1,0 +1,95 @@
+"""Decoding speed: greedy and beam-5, each with and without the KV cache, in this one process.
+
+Translates the small_parallel_enja test split (or its first --sentences) four ways and prints
+sentences/s and the cached/uncached speed ratio; it also checks that the cache changes no output.
+The model is the --checkpoint given, or else a freshly initialised `model=small` with the
+dataset's bpe_8k tokenizers (loaded from data/tokenizers/, or trained there first). An untrained
+model rarely emits EOS, so its outputs run to the length limit: the slowest case for both.
+
+    python scripts/bench_decode.py [--checkpoint runs/default/best.pt] [--sentences 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+from hydra import compose, initialize_config_dir
+
+from llm_from_scratch.cli import exit_on_user_error
+from llm_from_scratch.config import TrainConfig, resolve
+from llm_from_scratch.data.corpus import load_split
+from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.decoding.config import DecodeConfig
+from llm_from_scratch.decoding.translator import Translator, resolve_device
+from llm_from_scratch.model import Seq2SeqTransformer
+from llm_from_scratch.tokenizer.training_job import load_or_train_tokenizers, read_train_texts
+from llm_from_scratch.training.checkpoint import load_checkpoint, restore_for_inference
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+VARIANTS = [("greedy", 1), ("beam-5", 5)]
+
+
+def fresh_model(config: TrainConfig, device: torch.device):
+    src_texts, tgt_texts = read_train_texts(config.data)
+    src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, src_texts, tgt_texts)
+    torch.manual_seed(config.trainer.seed)
+    model = Seq2SeqTransformer(
+        config.model, src_tok.vocab_size, tgt_tok.vocab_size, tgt_tok.pad_id
+    ).to(device)
+    return model.eval(), src_tok, tgt_tok
+
+
+def timed(translator: Translator, sources: list[str]) -> tuple[float, list[list[int]]]:
+    start = time.perf_counter()
+    translations = translator.translate(sources)
+    seconds = time.perf_counter() - start
+    return seconds, [t.candidates[0].tokens for t in translations]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path, help="default: a fresh model=small")
+    parser.add_argument("--sentences", type=int, default=500, help="first N of the test split")
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args()
+
+    device = resolve_device(args.device)
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        config = resolve(compose("train", ["model=small", "decode=beam"]), TrainConfig)
+    fetch_dataset(config.data)
+    if args.checkpoint:
+        model, src_tok, tgt_tok, _ = restore_for_inference(load_checkpoint(args.checkpoint), device)
+        origin = f"checkpoint {args.checkpoint}"
+    else:
+        model, src_tok, tgt_tok = fresh_model(config, device)
+        origin = "freshly initialised model=small (seed trainer.seed), bpe_8k tokenizers"
+    sources = list(load_split(config.data, "test")["src"])[: args.sentences]
+    print(
+        f"{len(sources)} sentences of small_parallel_enja test; {origin}; device {device}, "
+        f"{torch.get_num_threads()} threads"
+    )
+
+    print(f"{'search':8} {'cached s/s':>11} {'uncached s/s':>13} {'speed-up':>9}  outputs")
+    for name, beam_size in VARIANTS:
+        decode = DecodeConfig(beam_size=beam_size, length_penalty=0.6 if beam_size > 1 else 0.0)
+        rates, outputs = [], []
+        for use_cache in (True, False):
+            translator = Translator(model, src_tok, tgt_tok, decode, use_cache=use_cache)
+            translator.translate(sources[:8])  # warm-up: allocator, kernels
+            seconds, tokens = timed(translator, sources)
+            rates.append(len(sources) / seconds)
+            outputs.append(tokens)
+        same = "identical" if outputs[0] == outputs[1] else "DIFFER"
+        mean_len = sum(map(len, outputs[0])) / len(sources)
+        print(
+            f"{name:8} {rates[0]:11.1f} {rates[1]:13.1f} {rates[0] / rates[1]:8.2f}x  "
+            f"{same}, {mean_len:.1f} tokens on average"
+        )
+
+
+if __name__ == "__main__":
+    with exit_on_user_error():
+        main()

@@ -1,0 +1,86 @@
+"""Builders for the decoding tests: a tiny model trained for a few seconds to copy its input,
+padded batches, and a tiny checkpoint for the command-line tests.
+
+A randomly initialised model's next-token distribution is nearly flat, so EOS is almost never the
+argmax and every sentence would just run to its length limit. The copy task makes the model emit
+EOS after a length that depends on the source (and, briefly trained, sometimes loop instead), which
+is what batching, early stopping and beam bookkeeping need to be exercised.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from hydra import compose, initialize_config_dir
+from torch.nn.utils.rnn import pad_sequence
+
+from llm_from_scratch.config import TrainConfig, resolve
+from llm_from_scratch.model import ModelConfig, Seq2SeqTransformer
+from llm_from_scratch.tokenizer import BPETokenizer
+from llm_from_scratch.training.checkpoint import inference_state, save_checkpoint
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+TINY = ModelConfig(
+    d_model=32,
+    n_heads=2,
+    n_encoder_layers=1,
+    n_decoder_layers=1,
+    d_ff=64,
+    dropout=0.0,
+    max_positions=64,
+)
+COPY_VOCAB = 12  # the task uses this many distinct ordinary tokens
+COPY_STEPS = 60
+
+
+def content_ids(tok: BPETokenizer) -> list[int]:
+    specials = {tok.pad_id, tok.bos_id, tok.eos_id}
+    return [i for i in range(tok.vocab_size) if i not in specials][:COPY_VOCAB]
+
+
+def random_sources(tok: BPETokenizer, count: int, generator: torch.Generator) -> list[list[int]]:
+    """Source id lists of 1 to 8 ordinary tokens, each followed by EOS as the encoder expects."""
+    ids = torch.tensor(content_ids(tok))
+    lengths = torch.randint(1, 9, (count,), generator=generator)
+    return [
+        [*ids[torch.randint(len(ids), (int(n),), generator=generator)].tolist(), tok.eos_id]
+        for n in lengths
+    ]
+
+
+def pad_batch(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(batch, longest) ids and the True = real token mask."""
+    src = pad_sequence([torch.tensor(row) for row in rows], batch_first=True, padding_value=pad_id)
+    return src, src != pad_id
+
+
+def train_copy_model(tok: BPETokenizer) -> Seq2SeqTransformer:
+    """Trained briefly in float32, returned in float64 so that batched, cached and one-by-one
+    decoding agree to the last bit."""
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(TINY, tok.vocab_size, tok.vocab_size, tok.pad_id)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(COPY_STEPS):
+        sources = random_sources(tok, 32, generator)
+        src, src_mask = pad_batch(sources, tok.pad_id)
+        # Copy task: the target is the source; its EOS is the label after the last token.
+        tgt_in, _ = pad_batch([[tok.bos_id, *row[:-1]] for row in sources], tok.pad_id)
+        tgt_out, tgt_mask = pad_batch(sources, tok.pad_id)
+        logits = model(src, src_mask, tgt_in)
+        loss = torch.nn.functional.cross_entropy(logits[tgt_mask], tgt_out[tgt_mask])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.double().eval()
+
+
+def save_tiny_checkpoint(path: Path, tok: BPETokenizer) -> Path:
+    """An untrained `model=tiny` saved as a run's checkpoint, for the command-line tests."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        config = resolve(compose("train", ["model=tiny", "decode=greedy"]), TrainConfig)
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(config.model, tok.vocab_size, tok.vocab_size, tok.pad_id)
+    save_checkpoint(path, inference_state(model, tok, tok, config))
+    return path

@@ -1,0 +1,44 @@
+"""Fixtures of the decoding tests; see `builders.py` for the tiny copy model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from llm_from_scratch.model import Seq2SeqTransformer
+from llm_from_scratch.tokenizer import BPETokenizer
+
+from .builders import random_sources, save_tiny_checkpoint, train_copy_model
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The tiny models' matrices are too small to gain from threads, and on a busy machine
+    OpenMP threads waiting for a core add milliseconds to every operation."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def tokenizer() -> BPETokenizer:
+    texts = ["the cat sat on the mat.", "これはテストです。", "a dog ran to the park."] * 4
+    return BPETokenizer.train(texts, vocab_size=300)
+
+
+@pytest.fixture(scope="session")
+def copy_model(tokenizer: BPETokenizer) -> Seq2SeqTransformer:
+    return train_copy_model(tokenizer)
+
+
+@pytest.fixture
+def sources(tokenizer: BPETokenizer) -> list[list[int]]:
+    return random_sources(tokenizer, 10, torch.Generator().manual_seed(1))
+
+
+@pytest.fixture(scope="session")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory, tokenizer: BPETokenizer) -> Path:
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("run") / "best.pt", tokenizer)

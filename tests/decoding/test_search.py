@@ -1,0 +1,180 @@
+"""Greedy and beam search on the tiny copy model (see builders.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from llm_from_scratch.decoding import beam as beam_module
+from llm_from_scratch.decoding.beam import beam_search, length_penalty
+from llm_from_scratch.decoding.common import Hypothesis
+from llm_from_scratch.decoding.greedy import greedy_search
+
+from .builders import pad_batch
+
+LIMITS = {"max_len_a": 1.0, "max_len_b": 5}
+
+
+def greedy(model, tok, sources, **kwargs) -> list[Hypothesis]:
+    src, src_mask = pad_batch(sources, tok.pad_id)
+    return greedy_search(model, src, src_mask, tok, **{**LIMITS, **kwargs})
+
+
+def beam(model, tok, sources, **kwargs) -> list[list[Hypothesis]]:
+    src, src_mask = pad_batch(sources, tok.pad_id)
+    options = {"beam_size": 4, "nbest": 3, "alpha": 0.6, **LIMITS, **kwargs}
+    return beam_search(model, src, src_mask, tok, **options)
+
+
+def as_tuples(hypotheses: list[Hypothesis]) -> list[tuple]:
+    return [(h.tokens, round(h.score, 9), h.hit_max_len) for h in hypotheses]
+
+
+def test_fixture_exercises_both_endings(copy_model, tokenizer, sources):
+    # The other tests only mean something if some outputs end with EOS and others hit the limit.
+    endings = {h.hit_max_len for h in greedy(copy_model, tokenizer, sources)}
+    assert endings == {True, False}
+
+
+@pytest.mark.parametrize("search", [greedy, beam])
+def test_decoding_starts_from_bos_not_from_the_source(copy_model, tokenizer, sources, search):
+    first_inputs = []
+    decode = copy_model.decode
+
+    def spy(tgt, *args, **kwargs):
+        if not first_inputs:
+            first_inputs.append(tgt.clone())
+        return decode(tgt, *args, **kwargs)
+
+    copy_model.decode = spy
+    try:
+        search(copy_model, tokenizer, sources)
+    finally:
+        del copy_model.decode
+    assert first_inputs[0].shape[1] == 1
+    assert first_inputs[0].flatten().tolist() == [tokenizer.bos_id] * first_inputs[0].size(0)
+
+
+def test_greedy_batched_equals_one_by_one(copy_model, tokenizer, sources):
+    batched = greedy(copy_model, tokenizer, sources)
+    single = [greedy(copy_model, tokenizer, [source])[0] for source in sources]
+    assert as_tuples(batched) == as_tuples(single)
+
+
+def test_beam_batched_equals_one_by_one(copy_model, tokenizer, sources):
+    batched = beam(copy_model, tokenizer, sources)
+    single = [beam(copy_model, tokenizer, [source])[0] for source in sources]
+    assert [as_tuples(n) for n in batched] == [as_tuples(n) for n in single]
+
+
+@pytest.mark.parametrize("no_repeat", [0, 2])
+def test_cached_equals_uncached(copy_model, tokenizer, sources, no_repeat):
+    options = {"no_repeat_ngram_size": no_repeat}
+    cached = greedy(copy_model, tokenizer, sources, **options)
+    uncached = greedy(copy_model, tokenizer, sources, use_cache=False, **options)
+    assert as_tuples(cached) == as_tuples(uncached)
+    cached_beams = beam(copy_model, tokenizer, sources, **options)
+    uncached_beams = beam(copy_model, tokenizer, sources, use_cache=False, **options)
+    assert [as_tuples(n) for n in cached_beams] == [as_tuples(n) for n in uncached_beams]
+
+
+def test_beam_size_one_equals_greedy(copy_model, tokenizer, sources):
+    # With a length penalty, beam search may rightly look past an early EOS; without, a single
+    # beam must take greedy's every step.
+    greedy_hyps = greedy(copy_model, tokenizer, sources)
+    beam_hyps = beam(copy_model, tokenizer, sources, beam_size=1, nbest=1, alpha=0.0)
+    assert as_tuples(greedy_hyps) == [as_tuples(n)[0] for n in beam_hyps]
+
+
+def test_greedy_stops_when_every_sentence_is_done(copy_model, tokenizer, sources):
+    # The sentences greedy ends with EOS end the same way under a far looser length limit.
+    hyps = greedy(copy_model, tokenizer, sources)
+    sources = [source for source, hyp in zip(sources, hyps, strict=True) if not hyp.hit_max_len]
+    calls = []
+    decode = copy_model.decode
+    copy_model.decode = lambda *args, **kwargs: calls.append(1) or decode(*args, **kwargs)
+    try:
+        hyps = greedy(copy_model, tokenizer, sources, max_len_b=50)
+    finally:
+        del copy_model.decode
+    assert not any(h.hit_max_len for h in hyps)
+    assert len(calls) == max(len(h.tokens) + 1 for h in hyps)  # the last step emits EOS
+
+
+@pytest.mark.parametrize("search", [greedy, beam])
+def test_output_length_follows_a_times_source_length_plus_b(copy_model, tokenizer, sources, search):
+    results = search(copy_model, tokenizer, sources, max_len_a=0.5, max_len_b=1)
+    for source, result in zip(sources, results, strict=True):
+        hyps = result if isinstance(result, list) else [result]
+        limit = int(0.5 * len(source) + 1)  # the source's EOS counts
+        for hyp in hyps:
+            assert len(hyp.tokens) <= limit
+            assert hyp.hit_max_len == (len(hyp.tokens) == limit)
+
+
+def has_repeated_ngram(tokens: list[int], n: int) -> bool:
+    ngrams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    return len(ngrams) != len(set(ngrams))
+
+
+def test_no_repeat_ngram_size_removes_repeats(copy_model, tokenizer, sources):
+    plain = greedy(copy_model, tokenizer, sources)
+    assert any(has_repeated_ngram(h.tokens, 2) for h in plain)  # else the test proves nothing
+    for h in greedy(copy_model, tokenizer, sources, no_repeat_ngram_size=2):
+        assert not has_repeated_ngram(h.tokens, 2)
+    for nbest in beam(copy_model, tokenizer, sources, no_repeat_ngram_size=2):
+        for h in nbest:
+            assert not has_repeated_ngram(h.tokens, 2)
+
+
+def test_nbest_are_distinct_and_best_first(copy_model, tokenizer, sources):
+    for nbest in beam(copy_model, tokenizer, sources):
+        assert len(nbest) == 3
+        assert len({tuple(h.tokens) for h in nbest}) == 3
+        assert [h.score for h in nbest] == sorted((h.score for h in nbest), reverse=True)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_beam_scores_are_length_penalised_log_probabilities(copy_model, tokenizer, sources, alpha):
+    # Rescoring each hypothesis by teacher forcing checks the beam bookkeeping: a wrong parent
+    # index or cache reorder would pair tokens with scores they did not earn.
+    for source, nbest in zip(
+        sources, beam(copy_model, tokenizer, sources, alpha=alpha), strict=True
+    ):
+        src, src_mask = pad_batch([source], tokenizer.pad_id)
+        for hyp in nbest:
+            outputs = hyp.tokens if hyp.hit_max_len else [*hyp.tokens, tokenizer.eos_id]
+            tgt_in = torch.tensor([[tokenizer.bos_id, *outputs[:-1]]])
+            log_probs = copy_model(src, src_mask, tgt_in).log_softmax(-1)[0]
+            total = log_probs[torch.arange(len(outputs)), torch.tensor(outputs)].sum().item()
+            assert hyp.score == pytest.approx(total / length_penalty(len(outputs), alpha))
+
+
+def test_length_penalty_is_gnmt():
+    assert length_penalty(1, 0.6) == 1.0
+    assert length_penalty(7, 0.5) == pytest.approx(2**0.5)
+    assert length_penalty(20, 0.0) == 1.0
+
+
+def count_decoded_rows(model, search, *args, **kwargs) -> tuple[int, object]:
+    """The search's result, and the rows (hypotheses) the decoder was run on over all steps."""
+    rows = []
+    decode = model.decode
+    model.decode = lambda tgt, *a, **k: rows.append(tgt.size(0)) or decode(tgt, *a, **k)
+    try:
+        result = search(model, *args, **kwargs)
+    finally:
+        del model.decode
+    return sum(rows), result
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_beam_early_stop_changes_nothing_but_the_work(
+    copy_model, tokenizer, sources, monkeypatch, alpha
+):
+    options = {"alpha": alpha, "max_len_b": 20}
+    early_rows, early = count_decoded_rows(copy_model, beam, tokenizer, sources, **options)
+    monkeypatch.setattr(beam_module, "_cannot_improve", lambda *args: False)
+    full_rows, full = count_decoded_rows(copy_model, beam, tokenizer, sources, **options)
+    assert [as_tuples(n) for n in early] == [as_tuples(n) for n in full]
+    assert early_rows < full_rows

@@ -1,0 +1,87 @@
+"""Text in, text out: splitting, batching and hostile input (tiny copy model, builders.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_from_scratch.decoding.config import DecodeConfig
+from llm_from_scratch.decoding.translator import InputError, Translator
+
+GREEDY = DecodeConfig(beam_size=1, length_penalty=0.0, max_len_a=1.0, max_len_b=5)
+
+
+@pytest.fixture
+def translator(copy_model, tokenizer) -> Translator:
+    return Translator(copy_model, tokenizer, tokenizer, GREEDY)
+
+
+def test_one_translation_per_text_and_empty_stays_empty(translator):
+    translations = translator.translate(["the cat sat.", "", "   ", "a dog"])
+    assert len(translations) == 4
+    assert translations[1].text == translations[2].text == ""
+    assert translations[1].candidates == []
+    assert all(t.candidates for t in (translations[0], translations[3]))
+
+
+def test_long_input_is_split_into_fitting_pieces_never_cut(translator, tokenizer):
+    text = "The cat sat on the mat. " * 6 + "a" + "x" * 200 + " end."
+    pieces = translator._pieces(text)
+    assert len(pieces) > 1
+    assert all(len(piece) <= translator.max_src_tokens for piece in pieces)
+    assert "".join(tokenizer.decode(piece) for piece in pieces) == tokenizer.normalize(text)
+
+
+def test_piece_limit_keeps_output_limit_within_positions(copy_model, tokenizer):
+    translator = Translator(copy_model, tokenizer, tokenizer, GREEDY)
+    longest_source = translator.max_src_tokens + 1  # with its EOS
+    assert GREEDY.max_len_a * longest_source + GREEDY.max_len_b <= copy_model.cfg.max_positions
+
+
+def test_split_input_joins_the_translations_of_its_pieces(translator):
+    text = "the cat sat on the mat. " * 8
+    pieces = translator._pieces(text.strip())
+    assert len(pieces) > 1
+    whole = translator.translate([text])[0].candidates[0]
+    per_piece = [translator._search([piece])[0][0] for piece in pieces]
+    assert whole.tokens == [token for hyp in per_piece for token in hyp.tokens]
+
+
+def test_batches_respect_the_token_budget(copy_model, tokenizer):
+    decode = DecodeConfig(beam_size=2, nbest=1, batch_tokens=60)
+    translator = Translator(copy_model, tokenizer, tokenizer, decode)
+    pieces = [[5] * n for n in (3, 9, 1, 14, 6, 2, 30, 7)]
+    batches = translator._batches(pieces)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(pieces)))
+    for batch in batches:
+        padded = max(len(pieces[i]) for i in batch) + 1
+        assert len(batch) == 1 or len(batch) * padded * decode.beam_size <= decode.batch_tokens
+
+
+def test_batch_size_does_not_change_translations(copy_model, tokenizer):
+    texts = ["the cat sat.", "a dog ran to the park.", "これはテストです。", "mat", "the the"]
+    small = Translator(copy_model, tokenizer, tokenizer, DecodeConfig(beam_size=3, batch_tokens=1))
+    large = Translator(copy_model, tokenizer, tokenizer, DecodeConfig(beam_size=3))
+    assert [t.text for t in small.translate(texts)] == [t.text for t in large.translate(texts)]
+
+
+def test_nbest_candidates_are_best_first(copy_model, tokenizer):
+    decode = DecodeConfig(beam_size=4, nbest=3)
+    translation = Translator(copy_model, tokenizer, tokenizer, decode).translate(["the cat"])[0]
+    scores = [c.score for c in translation.candidates]
+    assert len(scores) == 3
+    assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["😀🎌 cat", "a\x00b\x1bc\x7f", "line\nbreak\u2028here", "\u200b", "ｆｕｌｌ　ｗｉｄｔｈ"],
+)
+def test_odd_characters_give_one_line_of_output(translator, text):
+    (translation,) = translator.translate([text])
+    assert "\n" not in translation.text
+    assert "\u2028" not in translation.text
+
+
+def test_invalid_unicode_is_a_clear_error(translator):
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        translator.translate(["ok", "bad \udcff byte"])

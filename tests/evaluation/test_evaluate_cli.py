@@ -1,0 +1,86 @@
+"""scripts/evaluate.py end to end on a few test sentences, and the scores it reports."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llm_from_scratch.decoding.translator import Candidate, Translation
+from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.evaluation import evaluate_cli
+from llm_from_scratch.evaluation.metrics import bleu
+from llm_from_scratch.tokenizer import BPETokenizer
+from tests.decoding.builders import save_tiny_checkpoint
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    tok = BPETokenizer.train(["the cat sat on the mat.", "猫がマットに座った。"], vocab_size=300)
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("run") / "best.pt", tok)
+
+
+def translation(text: str, tokens: list[int], hit_max_len: bool = False) -> Translation:
+    return Translation([Candidate(text, -1.0, tokens, hit_max_len)])
+
+
+def test_score_counts_max_len_and_repeats():
+    translations = [
+        translation("猫です。", [5, 6, 7, 8, 5, 6, 7, 8], hit_max_len=True),
+        translation("犬です。", [5, 6, 7, 8, 9]),
+        translation("", []),
+    ]
+    metrics = evaluate_cli.score(
+        ["a cat", "a dog", "x"], translations, ["猫です。", "犬だ。", "鳥"], segmented=False
+    )
+    assert metrics["hit_max_len"] == 1
+    assert metrics["repeated_4gram"] == 1
+    assert metrics["sentences"] == 3
+    assert "bleu_segmented" not in metrics
+
+
+def test_segmented_corpus_scores_without_spaces_and_adds_segmented_bleu():
+    hyps, refs = ["彼 は 学生 だ 。"], ["彼 は 先生 だ 。"]
+    metrics = evaluate_cli.score(["he"], [translation(hyps[0], [])], refs, segmented=True)
+    assert metrics["bleu"] == pytest.approx(bleu(["彼は学生だ。"], ["彼は先生だ。"]).score)
+    assert metrics["bleu_segmented"] == pytest.approx(bleu(hyps, refs, tokenize="none").score)
+
+
+@pytest.mark.parametrize(
+    "override,message", [("split=train2", "split='train2'"), ("nonsense=1", "nonsense")]
+)
+def test_bad_overrides_are_config_errors(override, message):
+    with pytest.raises(ConfigError, match=message):
+        evaluate_cli.load_config([override])
+
+
+@pytest.mark.parametrize("detokenize", [True, False])
+def test_evaluate_writes_hypotheses_and_metrics(
+    checkpoint, corpus_mirror, tmp_path, capsys, detokenize
+):
+    out = tmp_path / "out"
+    status = evaluate_cli.main(
+        [
+            f"checkpoint={checkpoint}",
+            "split=test",
+            "decode=greedy",
+            "limit=12",
+            f"output_dir={out}",
+            "data=small_parallel_enja",
+            f"data.mirror={corpus_mirror}",
+            f"data.raw_dir={tmp_path / 'raw'}",
+            f"data.cache_dir={tmp_path / 'cache'}",
+            f"data.detokenize_ja={str(detokenize).lower()}",
+        ]
+    )
+    assert status == 0
+    assert len((out / "hypotheses.txt").read_text(encoding="utf-8").split("\n")) == 13
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["sentences"] == 12
+    assert 0.0 <= metrics["bleu"] <= 100.0
+    assert "tok:ja-mecab" in metrics["bleu_signature"]
+    assert sum(b["sentences"] for b in metrics["bleu_by_source_length"].values()) == 12
+    assert 0 <= metrics["hit_max_len"] <= 12
+    assert metrics["sentences_per_second"] > 0
+    assert ("bleu_segmented" in metrics) == (not detokenize)
+    assert "tok:ja-mecab" in capsys.readouterr().out
