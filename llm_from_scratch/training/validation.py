@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import torch
-from llm_from_scratch.evaluation.metrics import corpus_scores
 
 from llm_from_scratch.config import TrainConfig
 from llm_from_scratch.data.batch import encode_sources
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.decoding.greedy import greedy_search
+from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.model import Seq2SeqTransformer
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
