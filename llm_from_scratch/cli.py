@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import ModuleType
 
-from llm_from_scratch.errors import StageMissingError, UserError
+from llm_from_scratch.errors import UserError
 
 
 @contextmanager
@@ -19,16 +17,3 @@ def exit_on_user_error() -> Iterator[None]:
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
-
-
-def import_stage(module: str, stage: str) -> ModuleType:
-    """Import `llm_from_scratch.<module>`, or explain which pipeline stage is missing."""
-    name = f"llm_from_scratch.{module}"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        if error.name is None or not name.startswith(error.name):
-            raise
-        raise StageMissingError(
-            f"the {stage} stage ({name}) has not landed in this checkout yet"
-        ) from None

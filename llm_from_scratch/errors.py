@@ -11,7 +11,3 @@ class ConfigError(UserError, ValueError):
 
 class DataSourceError(UserError):
     """A dataset file cannot be fetched, copied or verified."""
-
-
-class StageMissingError(UserError):
-    """A pipeline stage a command needs is not part of this installation yet."""

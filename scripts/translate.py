@@ -2,8 +2,9 @@
 
 import sys
 
-from llm_from_scratch.cli import exit_on_user_error, import_stage
+from llm_from_scratch.cli import exit_on_user_error
+from llm_from_scratch.decoding.translate_cli import main
 
 if __name__ == "__main__":
     with exit_on_user_error():
-        sys.exit(import_stage("decoding.translate_cli", "decoding").main(sys.argv[1:]))
+        sys.exit(main(sys.argv[1:]))

@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.cli import import_stage
-from llm_from_scratch.errors import StageMissingError
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARGETS = (
     "help",
@@ -47,22 +44,6 @@ def test_setup_is_a_no_op_once_installed():
     if not (REPO_ROOT / ".venv" / ".installed").is_file():
         pytest.skip("not installed through `make setup`")
     assert run("make", "--question", ".venv/.installed").returncode == 0
-
-
-def test_missing_stage_is_named():
-    with pytest.raises(StageMissingError, match=r"the decoding stage \(llm_from_scratch\.nope\)"):
-        import_stage("nope", "decoding")
-
-
-def test_missing_dependency_inside_a_stage_is_not_mistaken_for_a_missing_stage(
-    tmp_path, monkeypatch
-):
-    import llm_from_scratch
-
-    (tmp_path / "broken_stage.py").write_text("import a_dependency_that_is_not_installed\n")
-    monkeypatch.setattr(llm_from_scratch, "__path__", [*llm_from_scratch.__path__, str(tmp_path)])
-    with pytest.raises(ModuleNotFoundError, match="a_dependency_that_is_not_installed"):
-        import_stage("broken_stage", "broken")
 
 
 def test_invalid_config_is_one_line_with_exit_status_2(tmp_path):

@@ -20,7 +20,6 @@ import datasets
 import torch
 from torch.utils.data import DataLoader
 
-from llm_from_scratch.cli import import_stage
 from llm_from_scratch.data.batch import Collator
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler
 from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokenize
@@ -30,6 +29,7 @@ from llm_from_scratch.data.protocols import Tokenizer
 from llm_from_scratch.data.sources import dataset_dir, fetch_dataset
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.tokenizer.training_job import load_or_train_tokenizers
 
 logger = logging.getLogger(__name__)
 
@@ -103,8 +103,7 @@ def build_data(cfg: DataConfig, tok_cfg: TokenizerConfig) -> DataModule:
     """Fetch, read, train or load the tokenizers, then tokenize and clean (or load the cache)."""
     fetch_dataset(cfg)
     raw = {split: load_split(cfg, split) for split in SPLITS}
-    training_job = import_stage("tokenizer.training_job", "tokenizer")
-    src_tok, tgt_tok = training_job.load_or_train_tokenizers(
+    src_tok, tgt_tok = load_or_train_tokenizers(
         cfg, tok_cfg, list(raw["train"]["src"]), list(raw["train"]["tgt"])
     )
     splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok)

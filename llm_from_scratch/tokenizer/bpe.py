@@ -22,6 +22,7 @@ from itertools import pairwise, repeat
 from pathlib import Path
 from typing import Any
 
+from llm_from_scratch.atomic import atomic_writer
 from llm_from_scratch.tokenizer import file_format
 from llm_from_scratch.tokenizer.bpe_training import learn_merges, select_alphabet
 from llm_from_scratch.tokenizer.config import check_training_options
@@ -263,11 +264,8 @@ class BPETokenizer:
         return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.tmp")
-        temporary.write_text(self.to_json(), encoding="utf-8")
-        temporary.replace(path)  # atomic: a reader never sees a half-written file
+        with atomic_writer(path) as file:  # a reader never sees a half-written file
+            file.write(self.to_json().encode("utf-8"))
 
     @classmethod
     def load(cls, path: str | Path) -> BPETokenizer:

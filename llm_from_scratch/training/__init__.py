@@ -1,0 +1,1 @@
+"""Training: the loop, optimization, mixed precision, checkpoints, logging, DDP."""
