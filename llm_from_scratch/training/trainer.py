@@ -12,7 +12,7 @@ import logging
 import random
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,38 @@ class StepStats:
     padded_tokens: int  # source + target positions including padding
     real_tokens: int  # source + target tokens
     skipped: bool
+
+
+@dataclass
+class LogWindow:
+    """Training statistics since the last log line, averaged when it is written."""
+
+    start: float = field(default_factory=time.perf_counter)
+    steps: int = 0
+    loss_sum: float = 0.0  # per-token loss weighted by target tokens
+    grad_norm_sum: float = 0.0
+    target_tokens: int = 0
+    real_tokens: int = 0
+    padded_tokens: int = 0
+
+    def add(self, stats: StepStats) -> None:
+        if stats.skipped:  # a non-finite loss would poison the averages; the guard logs it
+            return
+        self.steps += 1
+        self.loss_sum += stats.loss * stats.target_tokens
+        self.grad_norm_sum += stats.grad_norm
+        self.target_tokens += stats.target_tokens
+        self.real_tokens += stats.real_tokens
+        self.padded_tokens += stats.padded_tokens
+
+    def summary(self, world_size: int) -> dict[str, float]:
+        seconds = max(time.perf_counter() - self.start, 1e-9)
+        return {
+            "train/loss": self.loss_sum / max(self.target_tokens, 1),
+            "train/grad_norm": self.grad_norm_sum / max(self.steps, 1),
+            "train/tokens_per_second": self.real_tokens * world_size / seconds,
+            "train/padding_fraction": 1 - self.real_tokens / max(self.padded_tokens, 1),
+        }
 
 
 class Trainer:
@@ -157,7 +189,7 @@ class Trainer:
             if (self.dist.is_main)
             else None
         )
-        started, window_tokens, window_start = time.perf_counter(), 0, time.perf_counter()
+        started, window = time.perf_counter(), LogWindow()
         start_elapsed = self.progress.elapsed
         metrics: dict[str, float] = {}
         bar = tqdm(
@@ -173,33 +205,25 @@ class Trainer:
                 self.progress.step += 1
                 self.progress.elapsed = start_elapsed + time.perf_counter() - started
                 self._guard(stats)
-                window_tokens += stats.real_tokens
+                window.add(stats)
                 bar.update(1)
                 step = self.progress.step
                 if step % self.cfg.log_every == 0 or step == 1:
-                    tokens_per_second = (
-                        window_tokens
-                        * self.dist.world_size
-                        / max(time.perf_counter() - window_start, 1e-9)
+                    scalars = window.summary(self.dist.world_size)
+                    scalars["train/lr"] = self.scheduler.get_last_lr()[0]
+                    bar.set_postfix(
+                        loss=f"{scalars['train/loss']:.3f}",
+                        tok_s=f"{scalars['train/tokens_per_second']:,.0f}",
                     )
-                    window_tokens, window_start = 0, time.perf_counter()
-                    bar.set_postfix(loss=f"{stats.loss:.3f}", tok_s=f"{tokens_per_second:,.0f}")
-                    log.scalars(
-                        {
-                            "train/loss": stats.loss,
-                            "train/lr": self.scheduler.get_last_lr()[0],
-                            "train/grad_norm": stats.grad_norm,
-                            "train/tokens_per_second": tokens_per_second,
-                            "train/padding_fraction": 1 - stats.real_tokens / stats.padded_tokens,
-                        },
-                        step,
-                    )
+                    log.scalars(scalars, step)
+                    window = LogWindow()
                 stop = self._should_stop()
                 if step % self.cfg.eval_every == 0 or stop:
                     if validator is not None:
                         metrics = validator.run(step, log)
                         self._track_best(metrics)
                         self._save_best_if_improved(metrics)
+                        window = LogWindow()  # tokens/s measures training, not validation
                     stop = self._early_stop(stop)
                 if step % self.cfg.save_every == 0 or stop:
                     self.save("last.pt")
