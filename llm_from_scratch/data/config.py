@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llm_from_scratch.data.source_style import SOURCE_STYLES
 from llm_from_scratch.errors import ConfigError
 
 SOURCES = ("urls", "hub", "local")
@@ -60,6 +61,9 @@ class DataConfig:
     # Remove the spaces of pre-segmented Japanese (small_parallel_enja's KyTea tokens), keeping
     # those between two Latin-script words; false keeps the segmentation (word-level BLEU).
     detokenize_ja: bool = False
+    # How the source side is written (data/source_style.py): "raw", or "lowercase_tokenized" for
+    # corpora like small_parallel_enja. The translator puts user input in the same style.
+    source_style: str = "raw"
 
     # Cleaning of the train split (held-out splits are never filtered, so scores stay comparable).
     max_tokens: int = 128  # per side, before special tokens
@@ -92,6 +96,10 @@ class DataConfig:
         self._check_sizes()
 
     def _check_reading(self) -> None:
+        if self.source_style not in SOURCE_STYLES:
+            raise ConfigError(
+                f"data.source_style={self.source_style!r} must be one of {', '.join(SOURCE_STYLES)}"
+            )
         if self.format not in FORMATS:
             raise ConfigError(f"data.format={self.format!r} must be one of {', '.join(FORMATS)}")
         if self.source == "hub" and self.format != "hub":

@@ -14,6 +14,7 @@ import datasets
 import numpy as np
 
 from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
 
@@ -42,6 +43,12 @@ def load_split(cfg: DataConfig, split: str) -> datasets.Dataset:
         pairs = _carve(cfg, _read(cfg, cfg.splits["train"]), split)
     if cfg.detokenize_ja:
         pairs = _detokenize(cfg, pairs)
+    if cfg.source_style != "raw":
+        pairs = pairs.map(
+            lambda batch: {"src": [prepare_source(t, cfg.source_style) for t in batch["src"]]},
+            batched=True,
+            desc=f"source style {cfg.source_style}",
+        )
     return pairs
 
 

@@ -38,7 +38,7 @@ CACHE_VERSION = 1
 # DataConfig fields that change what is cached; the others only change how it is batched or read.
 CONTENT_FIELDS = (
     "name", "format", "splits", "src_lang", "tgt_lang", "src_column", "tgt_column",
-    "split_seed", "dev_fraction", "test_fraction", "detokenize_ja", "max_tokens",
+    "split_seed", "dev_fraction", "test_fraction", "detokenize_ja", "source_style", "max_tokens",
     "max_length_ratio",
 )  # fmt: skip
 LOADER_COLUMNS = ["src_ids", "tgt_ids", "index"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.beam import beam_search
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodeConfig
@@ -81,6 +82,7 @@ class Translator:
         decode: DecodeConfig,
         joiner: str = "",
         use_cache: bool = True,
+        source_style: str = "raw",
     ) -> None:
         self.model = model.eval()
         self.src_tok = src_tok
@@ -88,6 +90,7 @@ class Translator:
         self.decode = decode
         self.joiner = joiner  # between the translations of the pieces of a split input
         self.use_cache = use_cache
+        self.source_style = source_style  # the training corpus's (data.source_style)
         self.device = next(model.parameters()).device
         # Longest source piece (EOS excluded) whose output limit a * (n + 1) + b still fits the
         # positional table, so the limit never silently truncates a translation.
@@ -112,12 +115,21 @@ class Translator:
             load_checkpoint(path), resolve_device(device)
         )
         decode = replace(decode or config.decode, **overrides)  # re-validates
-        return cls(model, src_tok, tgt_tok, decode, joiner_for(config.data.tgt_lang))
+        return cls(
+            model,
+            src_tok,
+            tgt_tok,
+            decode,
+            joiner_for(config.data.tgt_lang),
+            source_style=config.data.source_style,
+        )
 
     def translate(self, texts: Sequence[str]) -> list[Translation]:
         """One translation per text, in order; an empty (or all-space) text gives ""."""
         pieces: list[tuple[int, list[int]]] = [
-            (index, ids) for index, text in enumerate(texts) for ids in self._pieces(_clean(text))
+            (index, ids)
+            for index, text in enumerate(texts)
+            for ids in self._pieces(prepare_source(_clean(text), self.source_style))
         ]
         results: list[list[Hypothesis]] = [[] for _ in pieces]
         for batch in self._batches([ids for _, ids in pieces]):

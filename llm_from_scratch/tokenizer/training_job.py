@@ -37,6 +37,7 @@ def tokenizer_paths(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> tuple[Pat
         "pretokenizer": tok_cfg.pretokenizer,
         "special_tokens": list(tok_cfg.special_tokens),
         "detokenize_ja": data_cfg.detokenize_ja,  # the text trained on differs
+        "source_style": data_cfg.source_style,
     }
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
     directory = Path(tok_cfg.dir)

@@ -85,3 +85,13 @@ def test_odd_characters_give_one_line_of_output(translator, text):
 def test_invalid_unicode_is_a_clear_error(translator):
     with pytest.raises(InputError, match="not valid UTF-8"):
         translator.translate(["ok", "bad \udcff byte"])
+
+
+def test_input_is_put_in_the_training_corpus_source_style(copy_model, tokenizer):
+    styled = Translator(
+        copy_model, tokenizer, tokenizer, GREEDY, source_style="lowercase_tokenized"
+    )
+    raw = Translator(copy_model, tokenizer, tokenizer, GREEDY)
+    as_typed, as_in_corpus = styled.translate(["The Cat."])[0], raw.translate(["the cat ."])[0]
+    assert as_typed.candidates[0].tokens == as_in_corpus.candidates[0].tokens
+    assert raw.translate(["The Cat."])[0].candidates[0].tokens != as_typed.candidates[0].tokens
