@@ -12,6 +12,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 ARGS ?=
 LOGDIR ?= runs
+BENCH_LOG ?= runs/bench.log
 
 .PHONY: help setup data tokenizer train translate eval tensorboard test test-full lint bench clean
 
@@ -54,8 +55,12 @@ lint: setup ## Check style with ruff
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-bench: setup ## Run every scripts/bench_*.py benchmark
-	@for bench in scripts/bench_*.py; do echo "== $$bench"; $(PY) $$bench $(ARGS) || exit $$?; done
+bench: setup ## Run every scripts/bench_*.py against its reference; one markdown table on stdout
+	@mkdir -p $(dir $(BENCH_LOG)) && : > $(BENCH_LOG)
+	@echo "| benchmark | ours | reference | ours / reference | conditions |"
+	@echo "|---|---:|---:|---:|---|"
+	@for bench in scripts/bench_*.py; do $(PY) $$bench --table-rows 2>>$(BENCH_LOG) || exit $$?; done
+	@echo "(details: $(BENCH_LOG))" >&2
 
 clean: ## Remove the virtual environment and caches (keeps data/ and runs/)
 	rm -rf $(VENV) .pytest_cache .ruff_cache

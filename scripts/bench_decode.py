@@ -2,16 +2,18 @@
 
 Translates the small_parallel_enja test split (or its first --sentences) four ways and prints
 sentences/s and the cached/uncached speed ratio; it also checks that the cache changes no output.
-The model is the --checkpoint given, or else a freshly initialised `model=small` with the
-dataset's bpe_8k tokenizers (loaded from data/tokenizers/, or trained there first). An untrained
-model rarely emits EOS, so its outputs run to the length limit: the slowest case for both.
+The model is the --checkpoint given, else the newest runs/**/best.pt, else a fresh `model=small`
+with the dataset's bpe_8k tokenizers (loaded from data/tokenizers/, or trained there first). An
+untrained model rarely emits EOS, so its outputs run to the length limit: the slowest case.
 
     python scripts/bench_decode.py [--checkpoint runs/default/best.pt] [--sentences 500]
+        [--table-rows]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from llm_from_scratch.config import TrainConfig, resolve
 from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodeConfig
+from llm_from_scratch.decoding.translate_cli import RUNS_DIR, sorted_checkpoints
 from llm_from_scratch.decoding.translator import Translator, resolve_device
 from llm_from_scratch.model import Seq2SeqTransformer
 from llm_from_scratch.tokenizer.training_job import load_or_train_tokenizers, read_train_texts
@@ -51,30 +54,39 @@ def timed(translator: Translator, sources: list[str]) -> tuple[float, list[list[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", type=Path, help="default: a fresh model=small")
+    parser.add_argument(
+        "--checkpoint", type=Path, help="default: the newest runs/**/best.pt, else a fresh model"
+    )
     parser.add_argument("--sentences", type=int, default=500, help="first N of the test split")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--table-rows", action="store_true", help="print `make bench` rows only")
     args = parser.parse_args()
 
     device = resolve_device(args.device)
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         config = resolve(compose("train", ["model=small", "decode=beam"]), TrainConfig)
     fetch_dataset(config.data)
-    if args.checkpoint:
-        model, src_tok, tgt_tok, _ = restore_for_inference(load_checkpoint(args.checkpoint), device)
-        origin = f"checkpoint {args.checkpoint}"
+    trained = sorted_checkpoints(RUNS_DIR)
+    checkpoint = args.checkpoint or (trained[-1] if trained else None)
+    if checkpoint:
+        model, src_tok, tgt_tok, _ = restore_for_inference(load_checkpoint(checkpoint), device)
+        origin = f"checkpoint {checkpoint}"
     else:
         model, src_tok, tgt_tok = fresh_model(config, device)
         origin = "freshly initialised model=small (seed trainer.seed), bpe_8k tokenizers"
     sources = list(load_split(config.data, "test")["src"])[: args.sentences]
-    print(
+    details = sys.stderr if args.table_rows else sys.stdout
+    conditions = (
         f"{len(sources)} sentences of small_parallel_enja test; {origin}; device {device}, "
         f"{torch.get_num_threads()} threads"
     )
-
-    print(f"{'search':8} {'cached s/s':>11} {'uncached s/s':>13} {'speed-up':>9}  outputs")
+    print(conditions, file=details)
+    print(
+        f"{'search':8} {'cached s/s':>11} {'uncached s/s':>13} {'speed-up':>9}  outputs",
+        file=details,
+    )
     for name, beam_size in VARIANTS:
-        decode = DecodeConfig(beam_size=beam_size, length_penalty=0.6 if beam_size > 1 else 0.0)
+        decode = DecodeConfig(beam_size=beam_size)
         rates, outputs = [], []
         for use_cache in (True, False):
             translator = Translator(model, src_tok, tgt_tok, decode, use_cache=use_cache)
@@ -86,8 +98,14 @@ def main() -> None:
         mean_len = sum(map(len, outputs[0])) / len(sources)
         print(
             f"{name:8} {rates[0]:11.1f} {rates[1]:13.1f} {rates[0] / rates[1]:8.2f}x  "
-            f"{same}, {mean_len:.1f} tokens on average"
+            f"{same}, {mean_len:.1f} tokens on average",
+            file=details,
         )
+        if args.table_rows:
+            print(
+                f"| decoding {name}: sentences/s | {rates[0]:,.1f} | {rates[1]:,.1f} (no KV cache) "
+                f"| {rates[0] / rates[1]:.2f} | outputs {same}; {conditions} |"
+            )
 
 
 if __name__ == "__main__":

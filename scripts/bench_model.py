@@ -1,19 +1,24 @@
-"""Forward+backward speed of our Transformer against an equal-size `torch.nn.Transformer`.
+"""Training-step speed of our Transformer against an equal-size `torch.nn.Transformer`.
 
 Both models get the same embeddings (ours: token × √d + sinusoidal positions) and the same tied
 output projection, so their parameter counts match exactly; they train on the same batches under
 bf16 autocast, timed alternately in this one process (median of the iterations after a warm-up).
 Twice: with the config's dropout, where ours drops out only embeddings and sublayer outputs (the
 paper) and nn.Transformer also attention weights and the feed-forward hidden layer; and with
-dropout 0, the pure compute. Also prints the parameter count of every `configs/model/*.yaml`.
+dropout 0, the pure compute. A step is forward, backward and an AdamW update. MFU is
+6 · parameters · tokens / time over the peak bf16 matrix-multiply rate, measured here in the same
+process (a large bf16 GEMM), since a 2-core cloud CPU has no published peak. Also prints the
+parameter count of every `configs/model/*.yaml`.
 
     python scripts/bench_model.py [--model small] [--batch 64] [--src-len 24] [--tgt-len 24]
+        [--table-rows]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -70,12 +75,26 @@ class ReferenceSeq2Seq(nn.Module):
         return self.output_proj(hidden)
 
 
-def training_step(model: nn.Module, src: Tensor, src_mask: Tensor, tgt: Tensor) -> None:
+def training_step(
+    model: nn.Module, optimizer: torch.optim.Optimizer, src: Tensor, src_mask: Tensor, tgt: Tensor
+) -> None:
     with torch.autocast("cpu", dtype=torch.bfloat16):
         logits = model(src, src_mask, tgt[:, :-1])
     loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten())
     loss.backward()
-    model.zero_grad(set_to_none=True)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def bf16_matmul_peak(size: int = 2048, repeats: int = 10) -> float:
+    """FLOP/s of a large bf16 matrix product: the practical peak the MFU is measured against."""
+    a = torch.randn(size, size, dtype=torch.bfloat16)
+    b = torch.randn(size, size, dtype=torch.bfloat16)
+    a @ b  # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * size**3 * repeats / (time.perf_counter() - start)
 
 
 def time_alternately(
@@ -103,14 +122,18 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=8000, help="source and target vocabulary size")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--table-rows", action="store_true", help="print `make bench` rows only")
     args = parser.parse_args()
+    details = sys.stderr if args.table_rows else sys.stdout
 
-    print(f"Parameters (vocabulary {args.vocab}/{args.vocab}, separate, output tied):\n")
-    print("| config | parameters |\n|---|---:|")
+    print(
+        f"Parameters (vocabulary {args.vocab}/{args.vocab}, separate, output tied):\n", file=details
+    )
+    print("| config | parameters |\n|---|---:|", file=details)
     for name in ("tiny", "small", "base", "big"):
         with torch.device("meta"):  # counts only: no memory, no initialization
             model = Seq2SeqTransformer(load_config(name), args.vocab, args.vocab, PAD_ID)
-        print(f"| {name} | {model.num_parameters():,} |")
+        print(f"| {name} | {model.num_parameters():,} |", file=details)
 
     torch.manual_seed(0)
     cfg = load_config(args.model)
@@ -136,28 +159,53 @@ def main() -> None:
     src = src.masked_fill(~src_mask, PAD_ID)
     tgt = torch.randint(1, args.vocab, (args.batch, args.tgt_len + 1))
 
+    optimizers = {name: torch.optim.AdamW(model.parameters()) for name, model in models.items()}
     seconds = time_alternately(
         {
-            name: lambda model=model: training_step(model, src, src_mask, tgt)
+            name: lambda model=model, name=name: training_step(
+                model, optimizers[name], src, src_mask, tgt
+            )
             for name, model in models.items()
         },
         args.warmup,
         args.iterations,
     )
     tokens = args.batch * (args.src_len + args.tgt_len)
-    print(
-        f"\nForward+backward, model={args.model} ({n_parameters:,} parameters each), bf16 "
-        f"autocast, batch {args.batch} × {args.src_len} source / {args.tgt_len} target tokens, "
-        f"{torch.get_num_threads()} threads, median of {args.iterations} after {args.warmup} "
-        "warm-up:\n"
+    peak = bf16_matmul_peak()
+    conditions = (
+        f"model={args.model} ({n_parameters:,} parameters each), bf16 autocast, batch "
+        f"{args.batch} × {args.src_len}+{args.tgt_len} tokens, {torch.get_num_threads()} threads"
     )
-    print("| model | ms / step | tokens / s |\n|---|---:|---:|")
+    print(
+        f"\nTraining step (forward, backward, AdamW), {conditions}, median of {args.iterations} "
+        f"after {args.warmup} warm-up; peak bf16 GEMM {peak / 1e9:,.0f} GFLOP/s:\n",
+        file=details,
+    )
+    print("| model | ms / step | tokens / s | MFU |\n|---|---:|---:|---:|", file=details)
     for name, median in seconds.items():
-        print(f"| {name} | {median * 1e3:.1f} | {tokens / median:,.0f} |")
-    print()
+        mfu = 6 * n_parameters * tokens / median / peak
+        print(f"| {name} | {median * 1e3:.1f} | {tokens / median:,.0f} | {mfu:.1%} |", file=details)
+    print(file=details)
     for dropout in (cfg.dropout, 0.0):
-        ratio = seconds[f"nn.Transformer, dropout {dropout}"] / seconds[f"ours, dropout {dropout}"]
-        print(f"speed-up ours / nn.Transformer, dropout {dropout}: {ratio:.2f}×")
+        ours, theirs = (
+            seconds[f"ours, dropout {dropout}"],
+            seconds[f"nn.Transformer, dropout {dropout}"],
+        )
+        print(
+            f"speed-up ours / nn.Transformer, dropout {dropout}: {theirs / ours:.2f}×", file=details
+        )
+        if args.table_rows:
+            print(
+                f"| training tokens/s, dropout {dropout} | {tokens / ours:,.0f} | "
+                f"{tokens / theirs:,.0f} (nn.Transformer) | {theirs / ours:.2f} | {conditions} |"
+            )
+    if args.table_rows:
+        mfu = 6 * n_parameters * tokens / seconds[f"ours, dropout {cfg.dropout}"] / peak
+        print(
+            f"| training MFU, dropout {cfg.dropout} | {mfu:.1%} "
+            f"| {peak / 1e9:,.0f} GFLOP/s (measured bf16 GEMM peak) | | 6 · parameters · tokens / "
+            "time / peak |"
+        )
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
 """Benchmark our BPE against sentencepiece BPE on tanaka_graded train, in the same process.
 
     DATA_MIRROR=../shared/corpora python scripts/bench_tokenizer.py [--limit N] [--vocab-size V]
+        [--table-rows]
 
 For each language it trains both (same vocabulary size, byte fallback, one thread), encodes every
 sentence with one call each (as a data pipeline does; our piece cache starts cold), and prints
 ours/sentencepiece ratios of training time, encode throughput and characters per token.
+`--table-rows` prints only rows of the `make bench` table (the details go to stderr).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,7 +50,9 @@ def train_sentencepiece(texts: list[str], vocab_size: int) -> spm.SentencePieceP
     return spm.SentencePieceProcessor(model_proto=model.getvalue())
 
 
-def compare(lang: str, texts: list[str], vocab_size: int, pretokenizer: str) -> None:
+def compare(
+    lang: str, texts: list[str], vocab_size: int, pretokenizer: str, table_rows: bool
+) -> None:
     ours, ours_train = timed(
         lambda: BPETokenizer.train(texts, vocab_size, pretokenizer=pretokenizer)
     )
@@ -69,10 +74,20 @@ def compare(lang: str, texts: list[str], vocab_size: int, pretokenizer: str) -> 
         ),
         ("chars per token", ours_cpt, theirs_cpt, ours_cpt / theirs_cpt, ">= 0.97"),
     ]
-    print(f"\n{lang}: {len(texts):,} sentences, {chars:,} characters, vocab {vocab_size}")
-    print(f"  {'':22} {'ours':>10} {'spm':>10} {'ours/spm':>9}  target")
+    details = sys.stderr if table_rows else sys.stdout
+    print(
+        f"\n{lang}: {len(texts):,} sentences, {chars:,} characters, vocab {vocab_size}",
+        file=details,
+    )
+    print(f"  {'':22} {'ours':>10} {'spm':>10} {'ours/spm':>9}  target", file=details)
     for name, ours_value, theirs_value, ratio, target in rows:
-        print(f"  {name:22} {ours_value:10.2f} {theirs_value:10.2f} {ratio:9.2f}  {target}")
+        line = f"  {name:22} {ours_value:10.2f} {theirs_value:10.2f} {ratio:9.2f}  {target}"
+        print(line, file=details)
+        if table_rows:
+            print(
+                f"| tokenizer {lang}: {name} | {ours_value:,.2f} | {theirs_value:,.2f} "
+                f"(sentencepiece BPE) | {ratio:.2f} | target {target}, tanaka_graded train |"
+            )
 
 
 def main() -> None:
@@ -80,15 +95,19 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--limit", type=int, default=None, help="use the first N sentence pairs")
     parser.add_argument("--pretokenizer", default="okurigana")
+    parser.add_argument("--table-rows", action="store_true", help="print `make bench` rows only")
     args = parser.parse_args()
 
     schema = OmegaConf.structured(DataConfig)
     data_cfg = OmegaConf.to_object(OmegaConf.merge(schema, OmegaConf.load(DATA_CONFIG)))
     fetch_dataset(data_cfg)
     src, tgt = read_train_texts(data_cfg)
-    print(f"tanaka_graded train, pretokenizer={args.pretokenizer}, sentencepiece {spm.__version__}")
+    print(
+        f"tanaka_graded train, pretokenizer={args.pretokenizer}, sentencepiece {spm.__version__}",
+        file=sys.stderr if args.table_rows else sys.stdout,
+    )
     for lang, texts in ((data_cfg.src_lang, src), (data_cfg.tgt_lang, tgt)):
-        compare(lang, texts[: args.limit], args.vocab_size, args.pretokenizer)
+        compare(lang, texts[: args.limit], args.vocab_size, args.pretokenizer, args.table_rows)
 
 
 if __name__ == "__main__":

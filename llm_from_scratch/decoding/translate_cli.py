@@ -65,9 +65,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def sorted_checkpoints(runs_dir: Path) -> list[Path]:
+    """Every `best.pt` under `runs_dir`, oldest first."""
+    return sorted(runs_dir.glob("**/best.pt"), key=lambda path: path.stat().st_mtime)
+
+
 def newest_checkpoint(runs_dir: Path) -> Path:
     """The most recently written `best.pt` under `runs_dir`."""
-    candidates = sorted(runs_dir.glob("**/best.pt"), key=lambda path: path.stat().st_mtime)
+    candidates = sorted_checkpoints(runs_dir)
     if not candidates:
         raise CheckpointError(
             f"no --checkpoint given and no best.pt under {runs_dir}/: train a model first "

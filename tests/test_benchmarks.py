@@ -1,0 +1,60 @@
+"""Each benchmark runs on tiny settings and prints well-formed `make bench` table rows."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ROW = re.compile(r"^\| [^|]+ \| [^|]+ \| [^|]+ \| (?:\d+\.\d\d)? \| [^|]+ \|$")
+
+BENCHES = {
+    "bench_model.py": ["--batch", "4", "--src-len", "8", "--tgt-len", "8", "--iterations", "2"],
+    "bench_decode.py": ["--sentences", "8", "--checkpoint", "{checkpoint}"],
+    "bench_tokenizer.py": ["--limit", "2000", "--vocab-size", "600"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(BENCHES))
+def test_benchmark_prints_table_rows(script, corpus_mirror, tmp_path):
+    checkpoint = tmp_path / "none.pt"
+    if script == "bench_decode.py":
+        checkpoint = _smoke_checkpoint(tmp_path, corpus_mirror)
+    args = [arg.format(checkpoint=checkpoint) for arg in BENCHES[script]]
+    result = subprocess.run(
+        [sys.executable, f"scripts/{script}", "--table-rows", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"DATA_MIRROR": str(corpus_mirror), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = result.stdout.strip().splitlines()
+    assert rows and all(ROW.match(row) for row in rows), result.stdout
+
+
+def _smoke_checkpoint(tmp_path: Path, corpus_mirror: Path) -> Path:
+    run_dir = tmp_path / "smoke"
+    overrides = [
+        "experiment=smoke",
+        "trainer.max_steps=2",
+        f"trainer.run_dir={run_dir}",
+        f"data.raw_dir={tmp_path / 'raw'}",
+        f"data.cache_dir={tmp_path / 'cache'}",
+        f"tokenizer.dir={tmp_path / 'tokenizers'}",
+    ]
+    subprocess.run(
+        [sys.executable, "scripts/train.py", *overrides],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        env={"DATA_MIRROR": str(corpus_mirror), "PATH": "/usr/bin:/bin"},
+        timeout=600,
+    )
+    return run_dir / "best.pt"
