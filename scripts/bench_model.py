@@ -7,8 +7,11 @@ Twice: with the config's dropout, where ours drops out only embeddings and subla
 paper) and nn.Transformer also attention weights and the feed-forward hidden layer; and with
 dropout 0, the pure compute. A step is forward, backward and an AdamW update. MFU is
 6 · parameters · tokens / time over the peak bf16 matrix-multiply rate, measured here in the same
-process (a large bf16 GEMM), since a 2-core cloud CPU has no published peak. Also prints the
-parameter count of every `configs/model/*.yaml`.
+process (a large bf16 GEMM), since a 2-core cloud CPU has no published peak. In an
+encoder–decoder a token only passes through its own side, so "parameters · tokens" is counted per
+side: encoder weights × source tokens + (decoder weights + output projection) × target tokens;
+embedding lookups do no multiplications and are left out. Also prints the parameter count of
+every `configs/model/*.yaml`.
 
     python scripts/bench_model.py [--model small] [--batch 64] [--src-len 24] [--tgt-len 24]
         [--table-rows]
@@ -84,6 +87,18 @@ def training_step(
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+
+
+def training_flops(model: Seq2SeqTransformer, src_tokens: int, tgt_tokens: int) -> float:
+    """6 FLOPs per weight per token (forward 2, backward 4), each side with its own tokens."""
+
+    def matmul_weights(module: nn.Module, embedding: nn.Module) -> int:
+        lookups = {id(p) for p in embedding.parameters()}
+        return sum(p.numel() for p in module.parameters() if id(p) not in lookups)
+
+    encoder = matmul_weights(model.encoder, model.encoder.embedding)
+    decoder = matmul_weights(model.decoder, model.decoder.embedding)
+    return 6 * (encoder * src_tokens + (decoder + model.output_proj.weight.numel()) * tgt_tokens)
 
 
 def bf16_matmul_peak(size: int = 2048, repeats: int = 10) -> float:
@@ -171,6 +186,8 @@ def main() -> None:
         args.iterations,
     )
     tokens = args.batch * (args.src_len + args.tgt_len)
+    ours = next(model for model in models.values() if isinstance(model, Seq2SeqTransformer))
+    flops = training_flops(ours, args.batch * args.src_len, args.batch * args.tgt_len)
     peak = bf16_matmul_peak()
     conditions = (
         f"model={args.model} ({n_parameters:,} parameters each), bf16 autocast, batch "
@@ -183,7 +200,7 @@ def main() -> None:
     )
     print("| model | ms / step | tokens / s | MFU |\n|---|---:|---:|---:|", file=details)
     for name, median in seconds.items():
-        mfu = 6 * n_parameters * tokens / median / peak
+        mfu = flops / median / peak
         print(f"| {name} | {median * 1e3:.1f} | {tokens / median:,.0f} | {mfu:.1%} |", file=details)
     print(file=details)
     for dropout in (cfg.dropout, 0.0):
@@ -200,11 +217,11 @@ def main() -> None:
                 f"{tokens / theirs:,.0f} (nn.Transformer) | {theirs / ours:.2f} | {conditions} |"
             )
     if args.table_rows:
-        mfu = 6 * n_parameters * tokens / seconds[f"ours, dropout {cfg.dropout}"] / peak
+        mfu = flops / seconds[f"ours, dropout {cfg.dropout}"] / peak
         print(
             f"| training MFU, dropout {cfg.dropout} | {mfu:.1%} "
-            f"| {peak / 1e9:,.0f} GFLOP/s (measured bf16 GEMM peak) | | 6 · parameters · tokens / "
-            "time / peak |"
+            f"| {peak / 1e9:,.0f} GFLOP/s (measured bf16 GEMM peak) | | 6 · parameters · tokens "
+            "per side / time / peak |"
         )
 
 

@@ -193,7 +193,8 @@ class Trainer:
         start_elapsed = self.progress.elapsed
         metrics: dict[str, float] = {}
         bar = tqdm(
-            total=self.cfg.max_steps,
+            # Under a time limit the step count is unknown, and an ETA from max_steps would mislead.
+            total=self.cfg.max_steps if self.cfg.max_time is None else None,
             initial=self.progress.step,
             disable=not self.dist.is_main,
             unit="step",
