@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from llm_from_scratch.model.attention import MultiHeadAttention
 from llm_from_scratch.model.cache import KeyValueCache
+from llm_from_scratch.model.config import ModelConfig
 
 
 def sinusoidal_positions(max_positions: int, d_model: int) -> Tensor:
@@ -97,19 +98,12 @@ class FeedForward(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention over the source, then the feed-forward network."""
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float,
-        activation: str,
-        norm_first: bool,
-    ) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads)
+        d_model, dropout, norm_first = cfg.d_model, cfg.dropout, cfg.norm_first
+        self.self_attn = MultiHeadAttention(d_model, cfg.n_heads)
         self.self_attn_residual = Residual(d_model, dropout, norm_first)
-        self.feed_forward = FeedForward(d_model, d_ff, activation)
+        self.feed_forward = FeedForward(d_model, cfg.d_ff, cfg.activation)
         self.feed_forward_residual = Residual(d_model, dropout, norm_first)
 
     def forward(self, x: Tensor, src_mask: Tensor) -> Tensor:
@@ -124,21 +118,14 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Causal self-attention over the target, cross-attention to the source, feed-forward."""
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float,
-        activation: str,
-        norm_first: bool,
-    ) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads)
+        d_model, dropout, norm_first = cfg.d_model, cfg.dropout, cfg.norm_first
+        self.self_attn = MultiHeadAttention(d_model, cfg.n_heads)
         self.self_attn_residual = Residual(d_model, dropout, norm_first)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads)
+        self.cross_attn = MultiHeadAttention(d_model, cfg.n_heads)
         self.cross_attn_residual = Residual(d_model, dropout, norm_first)
-        self.feed_forward = FeedForward(d_model, d_ff, activation)
+        self.feed_forward = FeedForward(d_model, cfg.d_ff, cfg.activation)
         self.feed_forward_residual = Residual(d_model, dropout, norm_first)
 
     def forward(

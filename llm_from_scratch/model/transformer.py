@@ -37,12 +37,7 @@ class Encoder(nn.Module):
     def __init__(self, cfg: ModelConfig, embedding: Embedding) -> None:
         super().__init__()
         self.embedding = embedding
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.activation, cfg.norm_first
-            )
-            for _ in range(cfg.n_encoder_layers)
-        )
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.final_norm = _final_norm(cfg)
 
     def forward(self, src: Tensor, src_mask: Tensor) -> Tensor:
@@ -58,12 +53,7 @@ class Decoder(nn.Module):
     def __init__(self, cfg: ModelConfig, embedding: Embedding) -> None:
         super().__init__()
         self.embedding = embedding
-        self.layers = nn.ModuleList(
-            DecoderLayer(
-                cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.activation, cfg.norm_first
-            )
-            for _ in range(cfg.n_decoder_layers)
-        )
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
         self.final_norm = _final_norm(cfg)
 
     def forward(
