@@ -36,7 +36,7 @@ tokenizer: setup ## Train the BPE tokenizer(s) on the dataset's train split
 train: setup ## Fetch data and train the default model (resumes an existing run)
 	$(PY) scripts/train.py $(ARGS)
 
-translate: setup ## Translate stdin line by line with the newest best checkpoint
+translate: setup ## Translate stdin line by line with the newest run's model
 	$(PY) scripts/translate.py $(ARGS)
 
 eval: setup ## Score a checkpoint on a held-out split (BLEU ja-mecab, chrF)

@@ -71,14 +71,19 @@ def sorted_checkpoints(runs_dir: Path) -> list[Path]:
 
 
 def newest_checkpoint(runs_dir: Path) -> Path:
-    """The most recently written `best.pt` under `runs_dir`."""
+    """The newest run's final model: its `averaged.pt` when it kept snapshots, else `best.pt`.
+
+    The newest run is the one whose `best.pt` was written last. On dev the average of the last
+    snapshots beats the best single checkpoint (see the README's results), hence the preference.
+    """
     candidates = sorted_checkpoints(runs_dir)
     if not candidates:
         raise CheckpointError(
             f"no --checkpoint given and no best.pt under {runs_dir}/: train a model first "
             "(make train) or pass --checkpoint PATH"
         )
-    return candidates[-1]
+    averaged = candidates[-1].with_name("averaged.pt")
+    return averaged if averaged.is_file() else candidates[-1]
 
 
 def read_lines(data: bytes, origin: str) -> list[str]:

@@ -29,6 +29,7 @@ class TrainerConfig:
     clip_norm: float = 1.0
     eval_every: int = 500
     save_every: int = 500
+    keep_snapshots: int = 0  # weight-only snapshots kept (one per save_every); ≥ 2: averaged.pt
     patience: int | None = None  # evaluations without a dev-BLEU improvement before stopping
     log_every: int = 50
     dev_bleu_sentences: int = 500  # dev pairs decoded (greedy) for BLEU at each evaluation
@@ -49,6 +50,8 @@ class TrainerConfig:
         ):  # fmt: skip
             if getattr(self, key) < 1:
                 raise ConfigError(f"trainer.{key}={getattr(self, key)} must be at least 1")
+        if self.keep_snapshots < 0:
+            raise ConfigError(f"trainer.keep_snapshots={self.keep_snapshots} must be at least 0")
         if self.lr <= 0:
             raise ConfigError(f"trainer.lr={self.lr} must be positive")
         if not 0.0 <= self.label_smoothing < 1.0:

@@ -26,6 +26,11 @@ from llm_from_scratch.data.batch import Batch
 from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.model import Seq2SeqTransformer
+from llm_from_scratch.training.averaging import (
+    average_checkpoints,
+    snapshot_path,
+    snapshot_paths,
+)
 from llm_from_scratch.training.checkpoint import (
     check_compatible,
     inference_state,
@@ -228,10 +233,13 @@ class Trainer:
                     stop = self._early_stop(stop)
                 if step % self.cfg.save_every == 0 or stop:
                     self.save("last.pt")
+                    self._snapshot(step)
                 if stop:
                     break
         finally:
             bar.close()
+        if validator is not None and self.cfg.keep_snapshots >= 2:
+            self._average_snapshots(validator, log)
         if validator is not None:
             log.hparams(self._hparams(), {f"hparam/{k}": v for k, v in metrics.items()})
         log.close()
@@ -324,6 +332,28 @@ class Trainer:
     def save(self, name: str, metrics: dict[str, float] | None = None) -> None:
         if self.dist.is_main:
             save_checkpoint(self.run_dir / name, self.state(metrics))
+
+    def _snapshot(self, step: int) -> None:
+        """Weights only, for averaging; the oldest beyond `keep_snapshots` are deleted."""
+        if not self.dist.is_main or self.cfg.keep_snapshots == 0:
+            return
+        state = inference_state(self.model, self.data.src_tok, self.data.tgt_tok, self.config)
+        save_checkpoint(snapshot_path(self.run_dir, step), state)
+        for old in snapshot_paths(self.run_dir)[: -self.cfg.keep_snapshots]:
+            old.unlink()
+
+    def _average_snapshots(self, validator: Validator, log: RunLogger) -> None:
+        """Write `averaged.pt` from the kept snapshots and log its dev scores beside the last."""
+        paths = snapshot_paths(self.run_dir)[-self.cfg.keep_snapshots :]
+        if len(paths) < 2:
+            return
+        averaged = average_checkpoints(paths, self.run_dir / "averaged.pt")
+        trained = {key: value.clone() for key, value in self.model.state_dict().items()}
+        self.model.load_state_dict(averaged["model"])
+        metrics = validator.run(self.progress.step, log, tag="dev_averaged")
+        self.model.load_state_dict(trained)
+        summary = ", ".join(f"{name} {value:.2f}" for name, value in metrics.items())
+        logger.info("averaged.pt (%d snapshots): dev %s", len(paths), summary)
 
     def resume(self) -> None:
         """Continue from `<run_dir>/last.pt` when it exists (every rank reads the same file)."""

@@ -36,7 +36,8 @@ class Validator:
         self.bleu_subset = dev.select(range(min(config.trainer.dev_bleu_sentences, len(dev))))
 
     @torch.no_grad()
-    def run(self, step: int, log: RunLogger) -> dict[str, float]:
+    def run(self, step: int, log: RunLogger, tag: str = "dev") -> dict[str, float]:
+        """Score the model on dev; TensorBoard gets the figures under `tag/`."""
         self.model.eval()
         loss, tokens = 0.0, 0
         for batch in self.data.eval_loader("dev", self.precision.device):
@@ -54,9 +55,9 @@ class Validator:
             "bleu": scores.bleu,
             "chrf": scores.chrf,
         }
-        log.scalars({f"dev/{name}": value for name, value in metrics.items()}, step)
-        log.text("dev/examples", self._examples_table(hypotheses), step)
-        self._log_attention(log, step)
+        log.scalars({f"{tag}/{name}": value for name, value in metrics.items()}, step)
+        log.text(f"{tag}/examples", self._examples_table(hypotheses), step)
+        self._log_attention(log, step, tag)
         self.model.train()
         return metrics
 
@@ -92,7 +93,7 @@ class Validator:
             rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
         return "\n".join(rows)
 
-    def _log_attention(self, log: RunLogger, step: int) -> None:
+    def _log_attention(self, log: RunLogger, step: int, tag: str) -> None:
         """Last decoder layer's cross-attention, averaged over heads, for the first dev sentence."""
         example = self.bleu_subset[0]
         tgt_tok, device = self.data.tgt_tok, self.precision.device
@@ -102,4 +103,4 @@ class Validator:
         memory = self.model.encode(src, src_mask)
         _, weights = self.model.decode(tgt_in, memory, src_mask, need_weights=True)
         # (layers, batch, heads, tgt_len, src_len) → (tgt_len, src_len)
-        log.heatmap("dev/cross_attention", weights[-1, 0].mean(0), step)
+        log.heatmap(f"{tag}/cross_attention", weights[-1, 0].mean(0), step)

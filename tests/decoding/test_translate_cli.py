@@ -67,13 +67,17 @@ def test_nbest_above_beam_is_a_config_error(monkeypatch, capsys, checkpoint):
         translate_cli.main(["--checkpoint", str(checkpoint), "--beam", "2", "--nbest", "4", "x"])
 
 
-def test_newest_best_checkpoint_is_the_default(tmp_path):
+def test_newest_runs_averaged_or_best_checkpoint_is_the_default(tmp_path):
     for index, run in enumerate(["a", "b/nested", "c"]):
         path = tmp_path / run / "best.pt"
         path.parent.mkdir(parents=True)
         path.touch()
         os.utime(path, (1000 + index, 1000 + [0, 5, 2][index]))
     assert translate_cli.newest_checkpoint(tmp_path) == tmp_path / "b/nested/best.pt"
+    (tmp_path / "c/averaged.pt").touch()  # an older run's average does not win
+    assert translate_cli.newest_checkpoint(tmp_path) == tmp_path / "b/nested/best.pt"
+    (tmp_path / "b/nested/averaged.pt").touch()
+    assert translate_cli.newest_checkpoint(tmp_path) == tmp_path / "b/nested/averaged.pt"
     with pytest.raises(CheckpointError, match="make train"):
         translate_cli.newest_checkpoint(tmp_path / "empty")
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.tokenizer import BPETokenizer, TokenizerError
+from llm_from_scratch.tokenizer import bpe as bpe_module
 from llm_from_scratch.tokenizer.bpe import NUM_BYTES
 from llm_from_scratch.tokenizer.bpe_training import learn_merges
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD
@@ -92,6 +93,14 @@ def test_encode_replays_the_merges_in_training_order() -> None:
 def test_encode_replays_the_merges_on_repetitive_text(corpus: list[str], probe: str) -> None:
     tok = BPETokenizer.train(corpus, 1000, character_coverage=1.0, normalization="none")
     assert tok.encode(probe) == naive_tokenizer_encode(tok, probe)
+
+
+def test_piece_cache_stays_bounded_and_encodings_stay_right(monkeypatch) -> None:
+    monkeypatch.setattr(bpe_module, "MAX_CACHED_PIECES", 3)
+    tok = BPETokenizer.from_json(sample_tokenizer("none").to_json())  # an empty cache
+    for text in SAMPLE * 2:  # the second pass meets pieces evicted in the first
+        assert tok.encode(text) == naive_tokenizer_encode(tok, text)
+        assert len(tok._cache) <= 3
 
 
 @given(text=ANY_STR)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
 import pytest
+
+from llm_from_scratch.config import TrainConfig, resolve
+from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.datamodule import build_data
 
 WORDS = [
     "alpha",
@@ -37,3 +42,28 @@ def copy_corpus(tmp_path_factory) -> Path:
             lines.append(f"{sentence}\t{sentence}")
         (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
+
+
+@pytest.fixture(scope="module")
+def copy_task(copy_corpus):
+    """A composed smoke config pointed at the copy task, with its data built once."""
+    root = copy_corpus
+    from hydra import compose, initialize_config_dir
+
+    config_dir = Path(__file__).resolve().parents[2] / "configs"
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        config = resolve(compose("train", ["experiment=smoke"]), TrainConfig)
+    data_cfg = DataConfig(
+        name="copy",
+        source="local",
+        format="tsv",
+        splits={"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        src_column="en",
+        tgt_column="ja",
+        raw_dir=str(root / "raw"),
+        cache_dir=str(root / "cache"),
+        batch_tokens=600,
+    )
+    tokenizer = dataclasses.replace(config.tokenizer, vocab_size=320, dir=str(root / "tok"))
+    config = dataclasses.replace(config, data=data_cfg, tokenizer=tokenizer)
+    return config, build_data(config.data, config.tokenizer), root

@@ -1,0 +1,71 @@
+"""Checkpoint averaging: the mean of the weights of the last few snapshots of one run.
+
+Averaging the weights seen over the last stretch of training smooths out the noise of the final
+updates (Vaswani et al. average the last 5–20 checkpoints). The trainer keeps `keep_snapshots`
+weight-only snapshots under `<run_dir>/snapshots/` and writes their average to `averaged.pt`;
+`scripts/average_checkpoints.py` averages any set of checkpoints of one run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llm_from_scratch.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+
+SNAPSHOT_DIR = "snapshots"
+
+
+def snapshot_path(run_dir: Path, step: int) -> Path:
+    return run_dir / SNAPSHOT_DIR / f"step-{step:07d}.pt"
+
+
+def snapshot_paths(run_dir: Path) -> list[Path]:
+    """The run's snapshots, oldest first (the zero-padded step sorts them)."""
+    return sorted((run_dir / SNAPSHOT_DIR).glob("step-*.pt"))
+
+
+def average_state_dicts(state_dicts: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of floating-point tensors (summed in fp32); other tensors from the last."""
+    if not state_dicts:
+        raise ValueError("nothing to average")
+    keys = state_dicts[-1].keys()
+    averaged = {}
+    for key in keys:
+        tensors = [state[key] for state in state_dicts]
+        if tensors[-1].is_floating_point():
+            total = torch.stack([t.float() for t in tensors]).sum(0)
+            averaged[key] = (total / len(tensors)).to(tensors[-1].dtype)
+        else:
+            averaged[key] = tensors[-1].clone()
+    return averaged
+
+
+def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> dict[str, Any]:
+    """Write the inference checkpoint whose weights average those of `paths`; return it.
+
+    All checkpoints must come from one run setup: same model settings and tokenizers.
+    """
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    states = [load_checkpoint(path) for path in paths]
+    reference = states[-1]
+    for path, state in zip(paths, states, strict=True):
+        if state["config"]["model"] != reference["config"]["model"]:
+            raise CheckpointError(f"{path} has other model settings than {paths[-1]}")
+        if state["tokenizer_hashes"] != reference["tokenizer_hashes"]:
+            raise CheckpointError(f"{path} has other tokenizers than {paths[-1]}")
+        if state["model"].keys() != reference["model"].keys():
+            raise CheckpointError(f"{path} has other parameters than {paths[-1]}")
+    averaged = {
+        "model": average_state_dicts([state["model"] for state in states]),
+        "config": reference["config"],
+        "tokenizers": reference["tokenizers"],
+        "tokenizer_hashes": reference["tokenizer_hashes"],
+        "averaged_from": [str(path) for path in paths],
+    }
+    save_checkpoint(output, averaged)
+    return averaged

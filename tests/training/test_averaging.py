@@ -1,0 +1,96 @@
+"""Checkpoint averaging: the arithmetic, the snapshots a run keeps, and the script."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from llm_from_scratch.training.averaging import (
+    average_checkpoints,
+    average_state_dicts,
+    snapshot_paths,
+)
+from llm_from_scratch.training.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    restore_for_inference,
+)
+from llm_from_scratch.training.trainer import Trainer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_average_of_state_dicts_is_the_elementwise_mean():
+    first = {"w": torch.tensor([1.0, 2.0]), "h": torch.tensor([1.0], dtype=torch.bfloat16)}
+    second = {"w": torch.tensor([3.0, 6.0]), "h": torch.tensor([2.0], dtype=torch.bfloat16)}
+    third = {"w": torch.tensor([5.0, 1.0]), "h": torch.tensor([3.0], dtype=torch.bfloat16)}
+    first["steps"], second["steps"], third["steps"] = (torch.tensor(n) for n in (1, 2, 3))
+    averaged = average_state_dicts([first, second, third])
+    torch.testing.assert_close(averaged["w"], torch.tensor([3.0, 3.0]))
+    assert averaged["h"].dtype == torch.bfloat16 and averaged["h"].item() == 2.0
+    assert averaged["steps"].item() == 3  # integers are not averaged: the newest is kept
+
+
+@pytest.fixture(scope="module")
+def trained_run(copy_task, tmp_path_factory):
+    """10 steps saving every 2 and keeping 3 snapshots."""
+    config, data, _ = copy_task
+    run_dir = tmp_path_factory.mktemp("averaged_run")
+    trainer = dataclasses.replace(
+        config.trainer, run_dir=str(run_dir), precision="fp32", device="cpu", max_steps=10,
+        save_every=2, eval_every=1000, keep_snapshots=3,
+    )  # fmt: skip
+    cfg = dataclasses.replace(config, trainer=trainer)
+    Trainer(cfg, data).fit()
+    return run_dir
+
+
+def test_run_keeps_its_newest_snapshots_and_writes_their_average(trained_run):
+    paths = snapshot_paths(trained_run)
+    assert [path.name for path in paths] == [f"step-{s:07d}.pt" for s in (6, 8, 10)]
+    snapshots = [load_checkpoint(path)["model"] for path in paths]
+    averaged = load_checkpoint(trained_run / "averaged.pt")
+    for name, value in averaged["model"].items():
+        torch.testing.assert_close(value, sum(s[name] for s in snapshots) / 3)
+    assert any(not torch.equal(averaged["model"][k], snapshots[-1][k]) for k in snapshots[-1])
+    # The newest snapshot is the final model, the one last.pt holds.
+    last = load_checkpoint(trained_run / "last.pt")["model"]
+    assert all(torch.equal(last[k], snapshots[-1][k]) for k in last)
+    model, *_ = restore_for_inference(averaged)
+    assert not model.training
+
+
+def test_averaging_refuses_checkpoints_of_other_models(trained_run, tmp_path):
+    other = load_checkpoint(snapshot_paths(trained_run)[0])
+    other["config"]["model"]["d_ff"] += 1
+    torch.save(other, tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match="other model settings"):
+        average_checkpoints(
+            [tmp_path / "other.pt", snapshot_paths(trained_run)[1]], tmp_path / "a.pt"
+        )
+
+
+def test_script_averages_a_run_and_reports_bad_input(trained_run, tmp_path):
+    script = str(ROOT / "scripts/average_checkpoints.py")
+    output = tmp_path / "avg.pt"
+    done = subprocess.run(
+        [sys.executable, script, "--run-dir", str(trained_run), "--last", "2", "-o", str(output)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "averaged 2 checkpoints" in done.stdout
+    expected = average_state_dicts(
+        [load_checkpoint(p)["model"] for p in snapshot_paths(trained_run)[-2:]]
+    )
+    saved = load_checkpoint(output)["model"]
+    assert all(torch.equal(saved[k], expected[k]) for k in expected)
+    missing = subprocess.run(
+        [sys.executable, script, str(tmp_path / "nope.pt"), "-o", str(output)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("error: checkpoint") and "Traceback" not in missing.stderr
