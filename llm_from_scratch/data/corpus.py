@@ -8,6 +8,7 @@ lines without exactly one tab are errors, because a shifted corpus trains silent
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import datasets
@@ -31,6 +32,13 @@ class CorpusError(UserError):
 def detokenize_ja(text: str) -> str:
     """Undo word segmentation: `彼 は 12 歳 だ 。` → `彼は12歳だ。`, keeping `New York`."""
     return _SEGMENTATION_SPACE.sub("", text.strip())
+
+
+def is_segmented(texts: Sequence[str]) -> bool:
+    """Whether Japanese `texts` are word-segmented: most of them have a space that
+    `detokenize_ja` would remove. Raw Japanese has such spaces rarely, if ever."""
+    segmented = sum(detokenize_ja(text) != text.strip() for text in texts)
+    return segmented > len(texts) / 2
 
 
 def load_split(cfg: DataConfig, split: str) -> datasets.Dataset:

@@ -20,7 +20,7 @@ from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
 from llm_from_scratch.config import resolve
-from llm_from_scratch.data.corpus import detokenize_ja, load_split
+from llm_from_scratch.data.corpus import detokenize_ja, is_segmented, load_split
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.translate_cli import RUNS_DIR, newest_checkpoint
 from llm_from_scratch.decoding.translator import Translation, Translator, joiner_for, resolve_device
@@ -66,7 +66,8 @@ def main(argv: Sequence[str]) -> int:
         "split": config.split,
         "device": str(translator.device),
         "decode": asdict(config.decode),
-        **score(sources, translations, references, segmented=not data.detokenize_ja),
+        # Word-level BLEU only where the references keep a corpus's segmentation.
+        **score(sources, translations, references, segmented=is_segmented(references)),
         "seconds": seconds,
         "sentences_per_second": len(translations) / seconds if seconds > 0 else None,
     }
@@ -95,7 +96,8 @@ def score(
 ) -> dict[str, Any]:
     """The scores of `metrics.json`.
 
-    `segmented`: the Japanese side kept the corpus's word segmentation (data.detokenize_ja=false).
+    `segmented`: the references keep a corpus's word segmentation (small_parallel_enja with
+    data.detokenize_ja=false).
     The main scores are then computed with the segmentation spaces removed from both sides, so
     that they compare with runs on unsegmented text, and BLEU on the corpus's own segmentation
     (tokenize="none") is added.

@@ -3,7 +3,7 @@ import json
 import datasets
 import pytest
 
-from llm_from_scratch.data.corpus import CorpusError, detokenize_ja, load_split
+from llm_from_scratch.data.corpus import CorpusError, detokenize_ja, is_segmented, load_split
 
 
 @pytest.mark.parametrize(
@@ -19,6 +19,12 @@ from llm_from_scratch.data.corpus import CorpusError, detokenize_ja, load_split
 )
 def test_detokenize_ja_removes_segmentation_but_not_spaces_between_latin_words(segmented, expected):
     assert detokenize_ja(segmented) == expected
+
+
+def test_segmented_japanese_is_told_from_raw():
+    assert is_segmented(["彼 は 12 歳 だ 。", "猫 が い る 。", "New York だ 。"])
+    assert not is_segmented(["彼は12歳だ。", "猫がいる。", "彼はNew Yorkに住んでいる。"])
+    assert not is_segmented(["彼 は 12 歳 だ 。", "猫がいる。", "犬だ。"])  # a stray space
 
 
 def test_parallel_split_reads_aligned_lines_and_detokenizes_only_japanese(tiny_enja):
