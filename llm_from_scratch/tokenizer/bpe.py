@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from itertools import pairwise, repeat
 from pathlib import Path
@@ -27,26 +27,65 @@ from llm_from_scratch.tokenizer import file_format
 from llm_from_scratch.tokenizer.bpe_training import learn_merges, select_alphabet
 from llm_from_scratch.tokenizer.config import check_training_options
 from llm_from_scratch.tokenizer.file_format import NUM_BYTES
-from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalize
+from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalize, normalizer
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD, RESERVED
 
 MAX_CACHED_PIECES = 1 << 18
 NO_MERGE = 1 << 62  # the rank of a pair that is never merged: above every token id
 
 
-class _PieceCache(dict):
-    """piece -> token ids; a miss encodes the piece and stores it. Emptied when full, which keeps
-    memory bounded on unbounded input while a training corpus's frequent pieces stay hot."""
+class _PieceEncoder(dict):
+    """piece -> token ids, memoized: a missing piece is encoded by BPE and stored.
 
-    def __init__(self, encode_piece: Callable[[str], list[int]]) -> None:
+    The memo is emptied when full, which keeps memory bounded on unbounded input while a
+    training corpus's frequent pieces stay hot. BPE replays the merges in training order: the
+    adjacent pair merged earliest goes first, and a merged id doubles as its rank. Merging one
+    occurrence at a time is equivalent, since the pair's other occurrences still have the lowest
+    rank on the next round.
+    """
+
+    def __init__(
+        self, char_ids: dict[str, int], merged_id: dict[tuple[int, int], int], first_byte_id: int
+    ) -> None:
         super().__init__()
-        self.encode_piece = encode_piece
+        self.char_id = char_ids.get
+        self.rank = merged_id.get
+        self.first_byte_id = first_byte_id
 
     def __missing__(self, piece: str) -> list[int]:
+        symbols = list(map(self.char_id, piece))
+        if None in symbols:
+            symbols = self._with_byte_fallback(piece)
+        rank = self.rank
+        ranks = list(map(rank, pairwise(symbols), repeat(NO_MERGE)))  # ranks[i]: symbols i, i+1
+        while ranks:
+            best = min(ranks)
+            if best == NO_MERGE:
+                break
+            i = ranks.index(best)
+            symbols[i] = best
+            del symbols[i + 1], ranks[i]
+            # Only the pairs that touch the new token change.
+            if i > 0:
+                ranks[i - 1] = rank((symbols[i - 1], best), NO_MERGE)
+            if i < len(ranks):
+                ranks[i] = rank((best, symbols[i + 1]), NO_MERGE)
         if len(self) >= MAX_CACHED_PIECES:
             self.clear()
-        ids = self[piece] = self.encode_piece(piece)
-        return ids
+        self[piece] = symbols
+        return symbols
+
+    def _with_byte_fallback(self, piece: str) -> list[int]:
+        """Character ids, and the UTF-8 byte tokens of characters outside the alphabet."""
+        symbols = []
+        for char in piece:
+            char_id = self.char_id(char)
+            if char_id is None:
+                utf8 = char.encode("utf-8", "surrogatepass")
+                symbols += [self.first_byte_id + byte for byte in utf8]
+            else:
+                symbols.append(char_id)
+        return symbols
 
 
 class BPETokenizer:
@@ -85,7 +124,8 @@ class BPETokenizer:
         self._token_bytes += [char.encode("utf-8", "surrogatepass") for char in self.alphabet]
         for first, second in self.merge_pairs:
             self._token_bytes.append(self._token_bytes[first] + self._token_bytes[second])
-        self._cache = _PieceCache(self._encode_piece)
+        self._normalize = normalizer(normalization)
+        self._pieces = _PieceEncoder(self._char_ids, self._merged_id, self._first_byte_id)
 
     # --- training -------------------------------------------------------------------------
 
@@ -157,57 +197,18 @@ class BPETokenizer:
 
     def normalize(self, text: str) -> str:
         """The normalization `encode` applies; `decode(encode(s)) == tok.normalize(s)`."""
-        return normalize(text, self.normalization)
+        return self._normalize(text)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`; special tokens are never produced from text."""
         ids: list[int] = []
-        piece_ids = self._cache  # a miss encodes the piece (`_encode_piece`) and keeps it
-        for piece in self._split(self.normalize(text)):
+        piece_ids = self._pieces  # encodes a piece it has not seen (BPE), then remembers it
+        for piece in self._split(self._normalize(text)):
             ids += piece_ids[piece]
         return ids
 
     def encode_batch(self, texts: Iterable[str]) -> list[list[int]]:
         return [self.encode(text) for text in texts]
-
-    def _encode_piece(self, piece: str) -> list[int]:
-        """BPE of one piece: the merges replayed in training order on its characters' ids.
-
-        The adjacent pair merged earliest goes first, and a merged id doubles as its rank.
-        Merging one occurrence at a time is equivalent, since the pair's other occurrences still
-        have the lowest rank on the next round.
-        """
-        symbols = list(map(self._char_ids.get, piece))
-        if None in symbols:
-            symbols = self._with_byte_fallback(piece)
-        rank = self._merged_id.get
-        ranks = list(map(rank, pairwise(symbols), repeat(NO_MERGE)))  # ranks[i]: symbols i, i+1
-        while ranks:
-            best = min(ranks)
-            if best == NO_MERGE:
-                break
-            i = ranks.index(best)
-            symbols[i] = best
-            del symbols[i + 1], ranks[i]
-            # Only the pairs that touch the new token change.
-            if i > 0:
-                ranks[i - 1] = rank((symbols[i - 1], best), NO_MERGE)
-            if i < len(ranks):
-                ranks[i] = rank((best, symbols[i + 1]), NO_MERGE)
-        return symbols
-
-    def _with_byte_fallback(self, piece: str) -> list[int]:
-        """Character ids, and the UTF-8 byte tokens of characters outside the alphabet."""
-        symbols = []
-        for char in piece:
-            char_id = self._char_ids.get(char)
-            if char_id is None:
-                symbols += [
-                    self._first_byte_id + byte for byte in char.encode("utf-8", "surrogatepass")
-                ]
-            else:
-                symbols.append(char_id)
-        return symbols
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of `ids`. Special tokens are left out; bytes that are not valid UTF-8

@@ -100,7 +100,7 @@ def test_piece_cache_stays_bounded_and_encodings_stay_right(monkeypatch) -> None
     tok = BPETokenizer.from_json(sample_tokenizer("none").to_json())  # an empty cache
     for text in SAMPLE * 2:  # the second pass meets pieces evicted in the first
         assert tok.encode(text) == naive_tokenizer_encode(tok, text)
-        assert len(tok._cache) <= 3
+        assert len(tok._pieces) <= 3
 
 
 @given(text=ANY_STR)

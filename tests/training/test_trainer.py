@@ -62,17 +62,31 @@ def test_accumulation_equals_one_big_batch(copy_task, tmp_path):
     assert torch.allclose(parameters[0], parameters[1], atol=1e-5, rtol=0)
 
 
-def test_resume_continues_exactly(copy_task, tmp_path):
+class Crash(Exception):
+    """Stands in for a killed process."""
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "inverse_sqrt"])
+def test_resume_after_a_crash_continues_exactly(copy_task, tmp_path, monkeypatch, schedule):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
-    straight = fp32(config, tmp_path / "straight", max_steps=30, eval_every=1000, save_every=1000)
-    reference = Trainer(straight, data)
+    settings = {"max_steps": 30, "eval_every": 1000, "schedule": schedule}
+    reference = Trainer(fp32(config, tmp_path / "straight", save_every=1000, **settings), data)
     reference.fit()
     reference_weights = torch.cat([p.flatten() for p in reference.model.parameters()])
 
-    interrupted = fp32(config, tmp_path / "resumed", max_steps=12, eval_every=1000, save_every=12)
-    Trainer(interrupted, data).fit()
-    resumed_cfg = fp32(config, tmp_path / "resumed", max_steps=30, eval_every=1000, save_every=1000)
+    resumed_cfg = fp32(config, tmp_path / "resumed", save_every=12, **settings)
+    update = Trainer.update
+
+    def crash_after_step_13(trainer: Trainer, micro_batches):
+        if trainer.progress.step == 13:  # last.pt was written at step 12
+            raise Crash
+        return update(trainer, micro_batches)
+
+    monkeypatch.setattr(Trainer, "update", crash_after_step_13)
+    with pytest.raises(Crash):
+        Trainer(resumed_cfg, data).fit()
+    monkeypatch.undo()
     resumed = Trainer(resumed_cfg, data)
     resumed.fit()
     assert resumed.progress.step == 30
