@@ -27,7 +27,7 @@ from llm_from_scratch.tokenizer import file_format
 from llm_from_scratch.tokenizer.bpe_training import learn_merges, select_alphabet
 from llm_from_scratch.tokenizer.config import check_training_options
 from llm_from_scratch.tokenizer.file_format import NUM_BYTES
-from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalize, normalizer
+from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalizer
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD, RESERVED
 
 MAX_CACHED_PIECES = 1 << 18
@@ -148,9 +148,10 @@ class BPETokenizer:
             vocab_size, character_coverage, normalization, pretokenizer, special_tokens
         )
         split = re.compile(PRETOKENIZERS[pretokenizer]).findall
+        normalize = normalizer(normalization)
         pieces: Counter[str] = Counter()
         for text in texts:
-            pieces.update(split(normalize(text, normalization)))
+            pieces.update(split(normalize(text)))
 
         char_counts: Counter[str] = Counter()
         for piece, count in pieces.items():

@@ -46,7 +46,3 @@ def normalizer(normalization: str) -> Callable[[str], str]:
     """The tokenizer's normalization as a function ("nfkc" folds full-width forms, ligatures,
     ...); built once, so that encoding a sentence calls straight into C."""
     return partial(unicodedata.normalize, "NFKC") if normalization == "nfkc" else str
-
-
-def normalize(text: str, normalization: str) -> str:
-    return normalizer(normalization)(text)

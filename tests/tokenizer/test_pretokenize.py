@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalize
+from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalizer
 
 ANY_STR = st.text(st.characters(blacklist_categories=()))  # surrogates and controls too
 
@@ -38,5 +38,5 @@ def test_golden_pieces(name: str, text: str, pieces: list[str]) -> None:
 
 
 def test_nfkc_folds_full_width_forms_and_none_keeps_them() -> None:
-    assert normalize("ＡＢＣ１２３ｶﾀｶﾅ", "nfkc") == "ABC123カタカナ"
-    assert normalize("ＡＢＣ", "none") == "ＡＢＣ"
+    assert normalizer("nfkc")("ＡＢＣ１２３ｶﾀｶﾅ") == "ABC123カタカナ"
+    assert normalizer("none")("ＡＢＣ") == "ＡＢＣ"
