@@ -5,13 +5,14 @@ Mask convention of the whole project: bool, True = a real token (may be attended
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
 
-from llm_from_scratch.data.protocols import Tokenizer
+from llm_from_scratch.data.protocols import Tokenizer, model_text
 
 
 @dataclass
@@ -63,14 +64,45 @@ def encode_sources(
     return pad([[*seq, src_tok.eos_id] for seq in sequences], src_tok.pad_id)
 
 
-class Collator:
-    """Turns dataset rows (`src_ids`, `tgt_ids`, `index`) into a `Batch`; picklable for workers."""
+@dataclass(frozen=True)
+class BPEDropout:
+    """Re-segment each training pair with BPE-dropout (Provilkov et al., 2020) as it is batched.
 
-    def __init__(self, src_tok: Tokenizer, tgt_tok: Tokenizer) -> None:
+    A pair's segmentation depends only on (seed, epoch, its index), so an epoch is the same
+    however it is batched or resumed, and differs from the next epoch. A sample longer than
+    `max_tokens` (the cleaning limit, which bounds the batch) keeps the pair's cached ids.
+    """
+
+    rate: float
+    seed: int
+    epoch: int
+    max_tokens: int
+
+    def resample(
+        self, row: dict[str, Any], src_tok: Tokenizer, tgt_tok: Tokenizer
+    ) -> dict[str, Any]:
+        rng = random.Random(f"{self.seed}/{self.epoch}/{row['index']}")
+        src_ids = src_tok.encode_with_dropout(model_text(src_tok, row["src"]), self.rate, rng)
+        tgt_ids = tgt_tok.encode_with_dropout(model_text(tgt_tok, row["tgt"]), self.rate, rng)
+        if max(len(src_ids), len(tgt_ids)) > self.max_tokens:
+            return row
+        return {**row, "src_ids": src_ids, "tgt_ids": tgt_ids}
+
+
+class Collator:
+    """Turns dataset rows (`src_ids`, `tgt_ids`, `index`; with `bpe_dropout`, also the `src` and
+    `tgt` texts) into a `Batch`; picklable for workers."""
+
+    def __init__(
+        self, src_tok: Tokenizer, tgt_tok: Tokenizer, bpe_dropout: BPEDropout | None = None
+    ) -> None:
         self.src_tok = src_tok
         self.tgt_tok = tgt_tok
+        self.bpe_dropout = bpe_dropout
 
     def __call__(self, rows: Sequence[dict[str, Any]]) -> Batch:
+        if self.bpe_dropout is not None:
+            rows = [self.bpe_dropout.resample(row, self.src_tok, self.tgt_tok) for row in rows]
         src, src_mask = encode_sources([row["src_ids"] for row in rows], self.src_tok)
         bos, eos, pad_id = self.tgt_tok.bos_id, self.tgt_tok.eos_id, self.tgt_tok.pad_id
         tgt_in, tgt_mask = pad([[bos, *row["tgt_ids"]] for row in rows], pad_id)

@@ -12,7 +12,7 @@ import datasets
 import numpy as np
 
 from llm_from_scratch.data.config import DataConfig
-from llm_from_scratch.data.protocols import Tokenizer
+from llm_from_scratch.data.protocols import Tokenizer, model_text
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +42,8 @@ def tokenize(
     """Add `src_ids`, `tgt_ids` (no special tokens) and their lengths `src_len`, `tgt_len`."""
 
     def encode(batch: dict[str, list[str]]) -> dict[str, list]:
-        src_ids = src_tok.encode_batch([src_tok.normalize(text).strip() for text in batch["src"]])
-        tgt_ids = tgt_tok.encode_batch([tgt_tok.normalize(text).strip() for text in batch["tgt"]])
+        src_ids = src_tok.encode_batch([model_text(src_tok, text) for text in batch["src"]])
+        tgt_ids = tgt_tok.encode_batch([model_text(tgt_tok, text) for text in batch["tgt"]])
         return {
             "src_ids": src_ids,
             "tgt_ids": tgt_ids,

@@ -20,7 +20,7 @@ import datasets
 import torch
 from torch.utils.data import DataLoader
 
-from llm_from_scratch.data.batch import Collator
+from llm_from_scratch.data.batch import BPEDropout, Collator
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler
 from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokenize
 from llm_from_scratch.data.config import SPLITS, DataConfig
@@ -74,7 +74,13 @@ class DataModule:
             world_size=world_size,
         )
         sampler.set_epoch(epoch, start_batch)
-        return self._loader(train, sampler, device)
+        if not self.cfg.bpe_dropout:
+            return self._loader(train, sampler, device, Collator(self.src_tok, self.tgt_tok))
+        bpe_dropout = BPEDropout(
+            self.cfg.bpe_dropout, self.cfg.shuffle_seed, epoch, self.cfg.max_tokens
+        )
+        collator = Collator(self.src_tok, self.tgt_tok, bpe_dropout)
+        return self._loader(train, sampler, device, collator, ["src", "tgt"])
 
     def eval_loader(self, split: str, device: torch.device | str = "cpu") -> DataLoader:
         """All of `split` (dev or test), sorted by length; `Batch.indices` map back to its rows."""
@@ -82,15 +88,20 @@ class DataModule:
         sampler = TokenBudgetBatchSampler(
             column(data, "src_len"), column(data, "tgt_len"), self.cfg.batch_tokens, shuffle=False
         )
-        return self._loader(data, sampler, device)
+        return self._loader(data, sampler, device, Collator(self.src_tok, self.tgt_tok))
 
     def _loader(
-        self, data: datasets.Dataset, sampler: TokenBudgetBatchSampler, device: torch.device | str
+        self,
+        data: datasets.Dataset,
+        sampler: TokenBudgetBatchSampler,
+        device: torch.device | str,
+        collator: Collator,
+        text_columns: list[str] | None = None,
     ) -> DataLoader:
         return DataLoader(
-            data.select_columns(LOADER_COLUMNS),
+            data.select_columns([*LOADER_COLUMNS, *(text_columns or [])]),
             batch_sampler=sampler,
-            collate_fn=Collator(self.src_tok, self.tgt_tok),
+            collate_fn=collator,
             num_workers=self.cfg.num_workers,
             pin_memory=torch.device(device).type == "cuda",
             # Its own generator: iterating a DataLoader draws a seed, which must not come from

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Protocol
 
 
@@ -16,3 +17,10 @@ class Tokenizer(Protocol):
     def normalize(self, text: str) -> str: ...
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
+
+    def encode_with_dropout(self, text: str, dropout: float, rng: random.Random) -> list[int]: ...
+
+
+def model_text(tok: Tokenizer, text: str) -> str:
+    """The text a pair side is encoded from: normalized, without surrounding whitespace."""
+    return tok.normalize(text).strip()

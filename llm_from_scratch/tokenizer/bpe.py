@@ -14,6 +14,7 @@ Byte tokens are never merged: they only stand in for characters the alphabet lac
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -74,6 +75,28 @@ class _PieceEncoder(dict):
             self.clear()
         self[piece] = symbols
         return symbols
+
+    def sample(self, piece: str, dropout: float, rng: random.Random) -> list[int]:
+        """One BPE-dropout segmentation of `piece` (Provilkov et al., 2020), never memoized.
+
+        At every step each applicable merge is skipped with probability `dropout`, and the
+        earliest-learned one that survives is applied; the piece is done when none survives.
+        With `dropout=0` this is BPE itself.
+        """
+        symbols = self._with_byte_fallback(piece)
+        rank = self.rank
+        while True:
+            candidates = sorted(
+                (merged, i)
+                for i, pair in enumerate(pairwise(symbols))
+                if (merged := rank(pair)) is not None
+            )
+            for merged, i in candidates:
+                if rng.random() >= dropout:
+                    symbols[i : i + 2] = [merged]
+                    break
+            else:
+                return symbols
 
     def _with_byte_fallback(self, piece: str) -> list[int]:
         """Character ids, and the UTF-8 byte tokens of characters outside the alphabet."""
@@ -206,6 +229,20 @@ class BPETokenizer:
         piece_ids = self._pieces  # encodes a piece it has not seen (BPE), then remembers it
         for piece in self._split(self._normalize(text)):
             ids += piece_ids[piece]
+        return ids
+
+    def encode_with_dropout(self, text: str, dropout: float, rng: random.Random) -> list[int]:
+        """A random segmentation of `text` for training (BPE-dropout): each merge is skipped with
+        probability `dropout` at each step, so the model sees words split in varied ways.
+
+        Every sample decodes to `normalize(text)`; `dropout=0` gives `encode(text)`, and
+        `dropout=1` the characters (and fallback bytes) alone.
+        """
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"dropout={dropout} must be in [0, 1]")
+        ids: list[int] = []
+        for piece in self._split(self._normalize(text)):
+            ids += self._pieces.sample(piece, dropout, rng)
         return ids
 
     def encode_batch(self, texts: Iterable[str]) -> list[list[int]]:

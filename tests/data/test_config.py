@@ -30,6 +30,7 @@ def test_every_data_config_file_is_a_valid_data_config(path):
         ({"splits": {"train": "t"}, "dev_fraction": 0.6, "test_fraction": 0.5}, "no training data"),
         ({"max_tokens": 0}, "data.max_tokens=0"),
         ({"max_length_ratio": 0.5}, "data.max_length_ratio=0.5"),
+        ({"bpe_dropout": 1.2}, "data.bpe_dropout=1.2 must be in [0, 1]"),
         ({"max_tokens": 100, "batch_tokens": 150}, "data.batch_tokens=150 cannot hold"),
     ],
 )
