@@ -100,6 +100,12 @@ class Collator:
         self.tgt_tok = tgt_tok
         self.bpe_dropout = bpe_dropout
 
+    @property
+    def columns(self) -> list[str]:
+        """The dataset columns a row must carry."""
+        text = ["src", "tgt"] if self.bpe_dropout is not None else []
+        return ["src_ids", "tgt_ids", "index", *text]
+
     def __call__(self, rows: Sequence[dict[str, Any]]) -> Batch:
         if self.bpe_dropout is not None:
             rows = [self.bpe_dropout.resample(row, self.src_tok, self.tgt_tok) for row in rows]

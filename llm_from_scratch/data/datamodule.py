@@ -41,7 +41,6 @@ CONTENT_FIELDS = (
     "split_seed", "dev_fraction", "test_fraction", "detokenize_ja", "source_style", "max_tokens",
     "max_length_ratio",
 )  # fmt: skip
-LOADER_COLUMNS = ["src_ids", "tgt_ids", "index"]
 
 
 @dataclass
@@ -74,13 +73,14 @@ class DataModule:
             world_size=world_size,
         )
         sampler.set_epoch(epoch, start_batch)
-        if not self.cfg.bpe_dropout:
-            return self._loader(train, sampler, device, Collator(self.src_tok, self.tgt_tok))
-        bpe_dropout = BPEDropout(
-            self.cfg.bpe_dropout, self.cfg.shuffle_seed, epoch, self.cfg.max_tokens
+        bpe_dropout = None
+        if self.cfg.bpe_dropout:
+            bpe_dropout = BPEDropout(
+                self.cfg.bpe_dropout, self.cfg.shuffle_seed, epoch, self.cfg.max_tokens
+            )
+        return self._loader(
+            train, sampler, device, Collator(self.src_tok, self.tgt_tok, bpe_dropout)
         )
-        collator = Collator(self.src_tok, self.tgt_tok, bpe_dropout)
-        return self._loader(train, sampler, device, collator, ["src", "tgt"])
 
     def eval_loader(self, split: str, device: torch.device | str = "cpu") -> DataLoader:
         """All of `split` (dev or test), sorted by length; `Batch.indices` map back to its rows."""
@@ -96,10 +96,9 @@ class DataModule:
         sampler: TokenBudgetBatchSampler,
         device: torch.device | str,
         collator: Collator,
-        text_columns: list[str] | None = None,
     ) -> DataLoader:
         return DataLoader(
-            data.select_columns([*LOADER_COLUMNS, *(text_columns or [])]),
+            data.select_columns(collator.columns),
             batch_sampler=sampler,
             collate_fn=collator,
             num_workers=self.cfg.num_workers,
