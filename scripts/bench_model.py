@@ -2,19 +2,21 @@
 
 Both models get the same embeddings (ours: token × √d + sinusoidal positions) and the same tied
 output projection, so their parameter counts match exactly; they train on the same batches under
-bf16 autocast, timed alternately in this one process (median of the iterations after a warm-up).
+the precision training would pick here (`trainer.precision=auto`: bf16 autocast where the CPU
+computes bf16 natively, else fp32; `--precision` overrides), timed alternately in this one process
+(median of the iterations after a warm-up).
 Twice: with the config's dropout, where ours drops out only embeddings and sublayer outputs (the
 paper) and nn.Transformer also attention weights and the feed-forward hidden layer; and with
 dropout 0, the pure compute. A step is forward, backward and an AdamW update. MFU is
-6 · parameters · tokens / time over the peak bf16 matrix-multiply rate, measured here in the same
-process (a large bf16 GEMM), since a 2-core cloud CPU has no published peak. In an
+6 · parameters · tokens / time over the peak matrix-multiply rate at that precision, measured here
+in the same process (a large GEMM), since a 2-core cloud CPU has no published peak. In an
 encoder–decoder a token only passes through its own side, so "parameters · tokens" is counted per
 side: encoder weights × source tokens + (decoder weights + output projection) × target tokens;
 embedding lookups do no multiplications and are left out. Also prints the parameter count of
 every `configs/model/*.yaml`.
 
     python scripts/bench_model.py [--model small] [--batch 64] [--src-len 24] [--tgt-len 24]
-        [--table-rows]
+        [--precision auto|bf16|fp32] [--table-rows]
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from torch import Tensor, nn
 
 from llm_from_scratch.model import ModelConfig, Seq2SeqTransformer
 from llm_from_scratch.model.layers import Embedding
+from llm_from_scratch.training.precision import Precision, select_precision
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "model"
 PAD_ID = 0
@@ -79,9 +82,14 @@ class ReferenceSeq2Seq(nn.Module):
 
 
 def training_step(
-    model: nn.Module, optimizer: torch.optim.Optimizer, src: Tensor, src_mask: Tensor, tgt: Tensor
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    precision: Precision,
+    src: Tensor,
+    src_mask: Tensor,
+    tgt: Tensor,
 ) -> None:
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with precision.autocast():
         logits = model(src, src_mask, tgt[:, :-1])
     loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten())
     loss.backward()
@@ -101,10 +109,10 @@ def training_flops(model: Seq2SeqTransformer, src_tokens: int, tgt_tokens: int) 
     return 6 * (encoder * src_tokens + (decoder + model.output_proj.weight.numel()) * tgt_tokens)
 
 
-def bf16_matmul_peak(size: int = 2048, repeats: int = 10) -> float:
-    """FLOP/s of a large bf16 matrix product: the practical peak the MFU is measured against."""
-    a = torch.randn(size, size, dtype=torch.bfloat16)
-    b = torch.randn(size, size, dtype=torch.bfloat16)
+def matmul_peak(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
+    """FLOP/s of a large matrix product: the practical peak the MFU is measured against."""
+    a = torch.randn(size, size, dtype=dtype)
+    b = torch.randn(size, size, dtype=dtype)
     a @ b  # warm-up
     start = time.perf_counter()
     for _ in range(repeats):
@@ -137,9 +145,17 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=8000, help="source and target vocabulary size")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "bf16", "fp32"),
+        default="auto",
+        help="auto: what training picks on this CPU (bf16 only where it is native)",
+    )
     parser.add_argument("--table-rows", action="store_true", help="print `make bench` rows only")
     args = parser.parse_args()
     details = sys.stderr if args.table_rows else sys.stdout
+    precision = select_precision(args.precision, torch.device("cpu"))
+    precision_label = "bf16 autocast" if precision.name == "bf16" else precision.name
 
     print(
         f"Parameters (vocabulary {args.vocab}/{args.vocab}, separate, output tied):\n", file=details
@@ -178,7 +194,7 @@ def main() -> None:
     seconds = time_alternately(
         {
             name: lambda model=model, name=name: training_step(
-                model, optimizers[name], src, src_mask, tgt
+                model, optimizers[name], precision, src, src_mask, tgt
             )
             for name, model in models.items()
         },
@@ -188,14 +204,14 @@ def main() -> None:
     tokens = args.batch * (args.src_len + args.tgt_len)
     ours = next(model for model in models.values() if isinstance(model, Seq2SeqTransformer))
     flops = training_flops(ours, args.batch * args.src_len, args.batch * args.tgt_len)
-    peak = bf16_matmul_peak()
+    peak = matmul_peak(precision.dtype or torch.float32)
     conditions = (
-        f"model={args.model} ({n_parameters:,} parameters each), bf16 autocast, batch "
+        f"model={args.model} ({n_parameters:,} parameters each), {precision_label}, batch "
         f"{args.batch} × {args.src_len}+{args.tgt_len} tokens, {torch.get_num_threads()} threads"
     )
     print(
         f"\nTraining step (forward, backward, AdamW), {conditions}, median of {args.iterations} "
-        f"after {args.warmup} warm-up; peak bf16 GEMM {peak / 1e9:,.0f} GFLOP/s:\n",
+        f"after {args.warmup} warm-up; peak {precision.name} GEMM {peak / 1e9:,.0f} GFLOP/s:\n",
         file=details,
     )
     print("| model | ms / step | tokens / s | MFU |\n|---|---:|---:|---:|", file=details)
@@ -220,8 +236,8 @@ def main() -> None:
         mfu = flops / seconds[f"ours, dropout {cfg.dropout}"] / peak
         print(
             f"| training MFU, dropout {cfg.dropout} | {mfu:.1%} "
-            f"| {peak / 1e9:,.0f} GFLOP/s (measured bf16 GEMM peak) | | 6 · parameters · tokens "
-            "per side / time / peak |"
+            f"| {peak / 1e9:,.0f} GFLOP/s (measured {precision.name} GEMM peak) | "
+            "| 6 · parameters · tokens per side / time / peak |"
         )
 
 

@@ -13,7 +13,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\| [^|]+ \| [^|]+ \| [^|]+ \|\s*(?:\d+\.\d\d)?\s*\| [^|]+ \|$")
 
 BENCHES = {
-    "bench_model.py": ["--batch", "4", "--src-len", "8", "--tgt-len", "8", "--iterations", "2"],
+    "bench_model.py": [
+        "--batch=4",
+        "--src-len=8",
+        "--tgt-len=8",
+        "--iterations=2",
+        "--precision=fp32",
+    ],
     "bench_decode.py": ["--sentences", "8", "--checkpoint", "{checkpoint}"],
     "bench_tokenizer.py": ["--limit", "2000", "--vocab-size", "2000"],
 }
@@ -37,6 +43,8 @@ def test_benchmark_prints_table_rows(script, corpus_mirror, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     rows = result.stdout.strip().splitlines()
     assert rows and all(ROW.match(row) for row in rows), result.stdout
+    if script == "bench_model.py":  # the rows name the precision they were timed at
+        assert all("fp32" in row for row in rows), result.stdout
 
 
 def _smoke_checkpoint(tmp_path: Path, corpus_mirror: Path) -> Path:
