@@ -55,7 +55,7 @@ def select_precision(requested: str, device: torch.device) -> Precision:
         # Measured on an AVX2-only EPYC: a bf16 GEMM ran at 1 GFLOP/s against 157 in fp32.
         log.warning(
             "trainer.precision=bf16, but this CPU has no native bf16 (AVX-512-bf16 or AMX): "
-            "emulated bf16 is about 100x slower than fp32 here; use trainer.precision=auto or fp32"
+            "emulated bf16 is over 100x slower than fp32 here; use trainer.precision=auto or fp32"
         )
     return Precision(device, requested)
 
