@@ -45,7 +45,7 @@ from llm_from_scratch.training.distributed import (
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler
-from llm_from_scratch.training.precision import select_device, select_precision
+from llm_from_scratch.training.precision import Precision, select_device, select_precision
 from llm_from_scratch.training.validation import Validator
 
 logger = logging.getLogger(__name__)
@@ -119,7 +119,10 @@ class Trainer:
         device = select_device(self.cfg.device)
         if device.type == "cuda" and self.dist.enabled:
             device = torch.device("cuda", self.dist.local_rank)
-        self.precision = select_precision(self.cfg.precision, device)
+        precision = select_precision(self.cfg.precision, device)
+        if self.dist.any(precision.name == "fp32"):  # `auto` times each rank's CPU; all must agree
+            precision = Precision(device, "fp32")
+        self.precision = precision
         self.device = device
         torch.manual_seed(self.cfg.seed)
         random.seed(self.cfg.seed)
@@ -319,6 +322,7 @@ class Trainer:
             optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(),
             scaler=self.scaler.state_dict(),
+            precision=self.precision.name,
             progress=asdict(self.progress),
             metrics=metrics or {},
             rng={
@@ -365,6 +369,7 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
+        self._keep_saved_precision(state.get("precision"))
         self.scaler.load_state_dict(state["scaler"])
         self.progress = Progress(**state["progress"])
         torch.set_rng_state(state["rng"]["torch"].cpu())
@@ -373,6 +378,21 @@ class Trainer:
         random.setstate((3, tuple(state["rng"]["python"]), None))
         if self.dist.is_main:
             logger.info("resumed %s at step %d", path, self.progress.step)
+
+    def _keep_saved_precision(self, saved: str | None) -> None:
+        """Under `auto`, continue at the checkpoint's precision: a CPU's pick is a timing that a
+        busy moment can flip, and an exact continuation needs the same arithmetic."""
+        if self.cfg.precision != "auto" or saved in (None, self.precision.name):
+            return
+        if saved == "fp16" and self.device.type != "cuda":
+            return  # a GPU run continued on a CPU: fp16 is not an option here
+        logger.info(
+            "precision auto: continuing in %s, the precision %s started with",
+            saved,
+            self.cfg.run_dir,
+        )
+        self.precision = select_precision(saved, self.device)
+        self.scaler = self.precision.grad_scaler()
 
     def _hparams(self) -> dict[str, Any]:
         config = self.config

@@ -24,7 +24,7 @@ def test_two_process_gloo_ddp_trains(copy_corpus, tmp_path):
         f"tokenizer.dir={tmp_path / 'tok'}",
         "tokenizer.vocab_size=320",
         "trainer.device=cpu",
-        "trainer.precision=fp32",
+        "trainer.precision=auto",  # each rank times bf16 against fp32; the ranks must agree
         "trainer.max_steps=6",
         "trainer.eval_every=6",
         "trainer.save_every=6",

@@ -14,13 +14,38 @@ from llm_from_scratch.training.precision import select_precision
 CPU = torch.device("cpu")
 
 
-@pytest.mark.parametrize(("native_bf16", "expected"), [(True, "bf16"), (False, "fp32")])
-def test_auto_on_cpu_uses_bf16_only_where_native(monkeypatch, native_bf16, expected):
+@pytest.fixture
+def fresh_measurement():
+    """`auto`'s timing is cached per process; each test sets its own."""
+    precision_module.cpu_bf16_is_faster.cache_clear()
+    yield
+    precision_module.cpu_bf16_is_faster.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("native_bf16", "bf16_speedup", "expected"),
+    [(True, 2.3, "bf16"), (True, 1.1, "fp32"), (True, 0.5, "fp32"), (False, None, "fp32")],
+)
+def test_auto_on_cpu_uses_bf16_only_where_native_and_faster(
+    monkeypatch, fresh_measurement, native_bf16, bf16_speedup, expected
+):
+    def measured_speedup() -> float:
+        assert native_bf16, "emulated bf16 must not even be timed"
+        return bf16_speedup
+
     monkeypatch.setattr(precision_module, "cpu_supports_bf16", lambda: native_bf16)
+    monkeypatch.setattr(precision_module, "cpu_bf16_speedup", measured_speedup)
     precision = select_precision("auto", CPU)
     assert precision.name == expected
-    assert precision.dtype == (torch.bfloat16 if native_bf16 else None)
+    assert precision.dtype == (torch.bfloat16 if expected == "bf16" else None)
     assert not precision.grad_scaler().is_enabled()
+
+
+def test_matmul_rate_counts_two_flops_per_multiply_add(monkeypatch):
+    clock = iter([10.0, 12.0])  # the timed products take 2 s
+    monkeypatch.setattr(precision_module.time, "perf_counter", lambda: next(clock))
+    rate = precision_module.matmul_rate(torch.float32, size=8, repeats=3)
+    assert rate == 2 * 8**3 * 3 / 2.0
 
 
 def test_fp32_autocast_leaves_matmuls_in_fp32():

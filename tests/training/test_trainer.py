@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from llm_from_scratch.config import TrainConfig
+from llm_from_scratch.training import precision as precision_module
 from llm_from_scratch.training.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.training.trainer import Trainer, TrainingError
 
@@ -92,6 +93,26 @@ def test_resume_after_a_crash_continues_exactly(copy_task, tmp_path, monkeypatch
     assert resumed.progress.step == 30
     resumed_weights = torch.cat([p.flatten() for p in resumed.model.parameters()])
     torch.testing.assert_close(resumed_weights, reference_weights, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(("requested", "resumed_in"), [("auto", "bf16"), ("fp32", "fp32")])
+def test_resume_keeps_the_precision_auto_started_with(
+    copy_task, tmp_path, monkeypatch, requested, resumed_in
+):
+    config, data, _ = copy_task
+    started = with_trainer(
+        config, tmp_path, device="cpu", precision="auto", max_steps=2, eval_every=1000, save_every=2
+    )
+    monkeypatch.setattr(precision_module, "cpu_bf16_is_faster", lambda: True)
+    Trainer(started, data).fit()
+    assert load_checkpoint(tmp_path / "last.pt")["precision"] == "bf16"
+
+    # The timing comes out the other way this time; an explicit precision still wins.
+    monkeypatch.setattr(precision_module, "cpu_bf16_is_faster", lambda: False)
+    resumed = Trainer(with_trainer(started, tmp_path, precision=requested, max_steps=3), data)
+    resumed.fit()
+    assert resumed.progress.step == 3
+    assert resumed.precision.name == resumed_in
 
 
 def test_changed_model_is_refused_on_resume(copy_task, tmp_path):
