@@ -84,12 +84,13 @@ def cpu_bf16_is_faster() -> bool:
     if not cpu_supports_bf16():
         return False
     speedup = cpu_bf16_speedup()
+    faster = speedup >= CPU_BF16_MIN_SPEEDUP
     log.info(
         "precision auto: bf16 matrix products %.2fx fp32's on this CPU; training in %s",
         speedup,
-        "bf16" if speedup >= CPU_BF16_MIN_SPEEDUP else "fp32",
+        "bf16" if faster else "fp32",
     )
-    return speedup >= CPU_BF16_MIN_SPEEDUP
+    return faster
 
 
 def cpu_bf16_speedup(size: int = 768, rounds: int = 3) -> float:
