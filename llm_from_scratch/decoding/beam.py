@@ -13,11 +13,11 @@ from torch import Tensor
 
 from llm_from_scratch.decoding.common import (
     Hypothesis,
+    SearchModel,
     SpecialIds,
     next_token_log_probs,
     output_limits,
 )
-from llm_from_scratch.model import Seq2SeqTransformer
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -27,7 +27,7 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @torch.inference_mode()
 def beam_search(
-    model: Seq2SeqTransformer,
+    model: SearchModel,
     src: Tensor,
     src_mask: Tensor,
     tok: SpecialIds,

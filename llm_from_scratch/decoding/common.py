@@ -4,10 +4,24 @@ constraints applied to every step's next-token distribution."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
+
+from llm_from_scratch.model import ModelConfig
+
+
+class SearchModel(Protocol):
+    """What the searches use of a model: a `Seq2SeqTransformer` or an `Ensemble` of them."""
+
+    cfg: ModelConfig
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> Tensor: ...
+
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor, cache: Any) -> Tensor: ...
+
+    def new_cache(self) -> Any: ...
 
 
 class SpecialIds(Protocol):
@@ -48,12 +62,17 @@ def next_token_log_probs(
     BOS and PAD are never outputs; with `no_repeat_ngram_size` = n, neither is a token that would
     repeat an n-gram already in the row's `generated` ids (rows, steps).
     """
-    # Half-precision logits are upcast so that scores summed over many steps stay accurate.
-    log_probs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
+    log_probs = log_softmax_upcast(logits)
     log_probs[:, [tok.bos_id, tok.pad_id]] = float("-inf")
     if no_repeat_ngram_size > 0:
         _ban_repeated_ngrams(log_probs, generated, no_repeat_ngram_size)
     return log_probs
+
+
+def log_softmax_upcast(logits: Tensor) -> Tensor:
+    """log_softmax over the last dimension, half-precision logits upcast to float32 so that
+    scores summed over many steps stay accurate."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
 
 
 def _ban_repeated_ngrams(log_probs: Tensor, generated: Tensor, n: int) -> None:

@@ -11,16 +11,16 @@ from torch import Tensor
 
 from llm_from_scratch.decoding.common import (
     Hypothesis,
+    SearchModel,
     SpecialIds,
     next_token_log_probs,
     output_limits,
 )
-from llm_from_scratch.model import Seq2SeqTransformer
 
 
 @torch.inference_mode()
 def greedy_search(
-    model: Seq2SeqTransformer,
+    model: SearchModel,
     src: Tensor,
     src_mask: Tensor,
     tok: SpecialIds,

@@ -4,6 +4,7 @@
     python scripts/translate.py --input news.txt           one output line per input line
     cat news.txt | python scripts/translate.py             the same, from stdin
     python scripts/translate.py                            at a terminal: an interactive prompt
+    python scripts/translate.py --checkpoint a.pt --ensemble b.pt "Hello."   two models as one
 
 With --nbest N > 1 each input gives N lines `<input line number>\\t<score>\\t<translation>`.
 """
@@ -30,6 +31,7 @@ def main(argv: Sequence[str]) -> int:
     translator = Translator.from_checkpoint(
         args.checkpoint or newest_checkpoint(RUNS_DIR),
         device=args.device,
+        ensemble=args.ensemble,
         **{key: value for key, value in overrides.items() if value is not None},
     )
     if isinstance(sys.stdout, io.TextIOWrapper):
@@ -59,6 +61,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("texts", nargs="*", help="texts to translate, one output line each")
     parser.add_argument("--input", type=Path, help="file to translate, one sentence per line")
     parser.add_argument("--checkpoint", type=Path, help="default: the newest best.pt under runs/")
+    parser.add_argument(
+        "--ensemble",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="CHECKPOINT",
+        help="another checkpoint to decode with, as one model (repeatable; same tokenizers)",
+    )
     parser.add_argument("--beam", type=int, help="beam size (1: greedy); default: the run's")
     parser.add_argument("--nbest", type=int, help="translations printed per input")
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda:0")

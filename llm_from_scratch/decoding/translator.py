@@ -16,15 +16,21 @@ from pathlib import Path
 
 import torch
 
+from llm_from_scratch.config import TrainConfig
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.beam import beam_search
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodeConfig
+from llm_from_scratch.decoding.ensemble import Ensemble
 from llm_from_scratch.decoding.greedy import greedy_search
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.model import Seq2SeqTransformer
 from llm_from_scratch.tokenizer import BPETokenizer
-from llm_from_scratch.training.checkpoint import load_checkpoint, restore_for_inference
+from llm_from_scratch.training.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    restore_for_inference,
+)
 
 # Split points, coarsest first: after sentence-final punctuation, then between words.
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])")
@@ -71,12 +77,35 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+def restore_models(
+    paths: Sequence[str | Path], device: torch.device
+) -> tuple[Seq2SeqTransformer | Ensemble, BPETokenizer, BPETokenizer, TrainConfig]:
+    """The model of one checkpoint, or the `Ensemble` of several, with the first one's tokenizers
+    and run config; every checkpoint must have the same tokenizers and source style."""
+    restored = [restore_for_inference(load_checkpoint(path), device) for path in paths]
+    model, src_tok, tgt_tok, config = restored[0]
+    for path, (_, other_src, other_tgt, other_config) in zip(paths[1:], restored[1:], strict=True):
+        if (other_src.hash, other_tgt.hash) != (src_tok.hash, tgt_tok.hash):
+            raise CheckpointError(
+                f"{path} cannot decode in an ensemble with {paths[0]}: their tokenizers differ "
+                "(ensemble members must be trained with the same tokenizer files)"
+            )
+        if other_config.data.source_style != config.data.source_style:
+            raise CheckpointError(
+                f"{path} cannot decode in an ensemble with {paths[0]}: source style "
+                f"{other_config.data.source_style!r} != {config.data.source_style!r}"
+            )
+    if len(restored) > 1:
+        model = Ensemble([member for member, *_ in restored])
+    return model, src_tok, tgt_tok, config
+
+
 class Translator:
     """Translates batches of texts with a model and its tokenizers."""
 
     def __init__(
         self,
-        model: Seq2SeqTransformer,
+        model: Seq2SeqTransformer | Ensemble,
         src_tok: BPETokenizer,
         tgt_tok: BPETokenizer,
         decode: DecodeConfig,
@@ -108,12 +137,15 @@ class Translator:
         path: str | Path,
         device: str = "auto",
         decode: DecodeConfig | None = None,
+        ensemble: Sequence[str | Path] = (),
         **overrides: int,
     ) -> Translator:
-        """Load a checkpoint; `decode` defaults to the run's own, `overrides` replace its keys."""
-        model, src_tok, tgt_tok, config = restore_for_inference(
-            load_checkpoint(path), resolve_device(device)
-        )
+        """Load a checkpoint; `decode` defaults to the run's own, `overrides` replace its keys.
+
+        `ensemble`: more checkpoints that decode together with `path`, averaging each step's
+        next-token probabilities (see `ensemble.py`).
+        """
+        model, src_tok, tgt_tok, config = restore_models([path, *ensemble], resolve_device(device))
         decode = replace(decode or config.decode, **overrides)  # re-validates
         return cls(
             model,

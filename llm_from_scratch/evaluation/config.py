@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -17,6 +17,9 @@ class EvaluateConfig:
     """`scripts/evaluate.py` (`make eval`)."""
 
     checkpoint: str | None = None  # None: the newest runs/**/best.pt
+    # More checkpoints that decode together with `checkpoint`, averaging each step's next-token
+    # probabilities; they must share its tokenizers.
+    ensemble: list[str] = field(default_factory=list)
     split: str = "test"
     data: DataConfig | None = None  # None: the dataset the checkpoint was trained on
     decode: DecodeConfig = MISSING

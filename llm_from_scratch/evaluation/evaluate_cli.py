@@ -1,10 +1,11 @@
 """`scripts/evaluate.py`: translate a held-out split with a checkpoint and score it.
 
     python scripts/evaluate.py checkpoint=runs/default/best.pt split=test decode=greedy
+    python scripts/evaluate.py checkpoint=runs/a/averaged.pt ensemble=[runs/b/averaged.pt]
 
 Arguments are Hydra overrides of `configs/evaluate.yaml`. Writes `hypotheses.txt` and
-`metrics.json` to `output_dir` (default: `eval-<split>/` beside the checkpoint) and prints the
-scores with their sacreBLEU signatures.
+`metrics.json` to `output_dir` (default: `eval-<split>/` beside the checkpoint; for an ensemble,
+`eval-<split>-ensemble/`) and prints the scores with their sacreBLEU signatures.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from llm_from_scratch.config import resolve
 from llm_from_scratch.data.corpus import detokenize_ja, is_segmented, load_split
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.translate_cli import RUNS_DIR, newest_checkpoint
-from llm_from_scratch.decoding.translator import Translation, Translator, joiner_for, resolve_device
+from llm_from_scratch.decoding.translator import (
+    Translation,
+    Translator,
+    joiner_for,
+    resolve_device,
+    restore_models,
+)
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.evaluation.config import EvaluateConfig, register_evaluate_schema
 from llm_from_scratch.evaluation.metrics import bleu, corpus_scores
@@ -33,7 +40,6 @@ from llm_from_scratch.evaluation.report import (
     has_repeated_ngram,
     write_evaluation,
 )
-from llm_from_scratch.training.checkpoint import load_checkpoint, restore_for_inference
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 
@@ -44,8 +50,8 @@ def main(argv: Sequence[str]) -> int:
         return 0
     config = load_config(argv)
     checkpoint = Path(config.checkpoint) if config.checkpoint else newest_checkpoint(RUNS_DIR)
-    model, src_tok, tgt_tok, run = restore_for_inference(
-        load_checkpoint(checkpoint), resolve_device(config.device)
+    model, src_tok, tgt_tok, run = restore_models(
+        [checkpoint, *config.ensemble], resolve_device(config.device)
     )
     data = config.data or run.data
     translator = Translator(model, src_tok, tgt_tok, config.decode, joiner_for(data.tgt_lang))
@@ -62,6 +68,7 @@ def main(argv: Sequence[str]) -> int:
 
     metrics = {
         "checkpoint": str(checkpoint),
+        "ensemble": list(config.ensemble),
         "dataset": data.name,
         "split": config.split,
         "device": str(translator.device),
@@ -71,7 +78,8 @@ def main(argv: Sequence[str]) -> int:
         "seconds": seconds,
         "sentences_per_second": len(translations) / seconds if seconds > 0 else None,
     }
-    output_dir = Path(config.output_dir or checkpoint.parent / f"eval-{config.split}")
+    default_dir = f"eval-{config.split}{'-ensemble' if config.ensemble else ''}"
+    output_dir = Path(config.output_dir or checkpoint.parent / default_dir)
     write_evaluation(output_dir, [t.text for t in translations], metrics)
     _print_summary(metrics, output_dir)
     return 0

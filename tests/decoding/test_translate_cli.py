@@ -62,6 +62,14 @@ def test_nbest_prints_scored_candidates(monkeypatch, capsys, checkpoint):
     assert scores[0] >= scores[1]
 
 
+def test_ensemble_of_a_checkpoint_with_itself_translates_like_it(monkeypatch, capsys, checkpoint):
+    args = ["--checkpoint", str(checkpoint), "--beam", "3", "Hello.", "How are you?"]
+    _, single = run_main(monkeypatch, capsys, args)
+    status, doubled = run_main(monkeypatch, capsys, [*args, "--ensemble", str(checkpoint)])
+    assert status == 0
+    assert doubled == single
+
+
 def test_nbest_above_beam_is_a_config_error(monkeypatch, capsys, checkpoint):
     with pytest.raises(UserError, match=r"decode\.nbest=4"):
         translate_cli.main(["--checkpoint", str(checkpoint), "--beam", "2", "--nbest", "4", "x"])

@@ -84,3 +84,24 @@ def test_evaluate_writes_hypotheses_and_metrics(
     assert metrics["sentences_per_second"] > 0
     assert ("bleu_segmented" in metrics) == (not detokenize)
     assert "tok:ja-mecab" in capsys.readouterr().out
+
+
+def test_ensemble_is_recorded_and_of_one_checkpoint_twice_scores_like_it(
+    checkpoint, corpus_mirror, tmp_path
+):
+    common = [
+        f"checkpoint={checkpoint}",
+        "decode=greedy",
+        "limit=8",
+        "data=small_parallel_enja",
+        f"data.mirror={corpus_mirror}",
+        f"data.raw_dir={tmp_path / 'raw'}",
+        f"data.cache_dir={tmp_path / 'cache'}",
+    ]
+    assert evaluate_cli.main([*common, f"output_dir={tmp_path / 'single'}"]) == 0
+    assert evaluate_cli.main([*common, f"ensemble=[{checkpoint}]"]) == 0
+    ensemble_dir = checkpoint.parent / "eval-test-ensemble"
+    metrics = json.loads((ensemble_dir / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["ensemble"] == [str(checkpoint)]
+    hypotheses = (ensemble_dir / "hypotheses.txt").read_text(encoding="utf-8")
+    assert hypotheses == (tmp_path / "single" / "hypotheses.txt").read_text(encoding="utf-8")
