@@ -25,10 +25,6 @@ class EnsembleCache:
     def __init__(self, members: list[DecoderCache]) -> None:
         self.members = members
 
-    @property
-    def length(self) -> int:
-        return self.members[0].length
-
     def reorder(self, indices: Tensor) -> None:
         for cache in self.members:
             cache.reorder(indices)

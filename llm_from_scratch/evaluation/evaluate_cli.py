@@ -68,7 +68,7 @@ def main(argv: Sequence[str]) -> int:
 
     metrics = {
         "checkpoint": str(checkpoint),
-        "ensemble": list(config.ensemble),
+        "ensemble": config.ensemble,
         "dataset": data.name,
         "split": config.split,
         "device": str(translator.device),
