@@ -56,6 +56,22 @@ def test_smoke_experiment_selects_tiny_model_and_its_run_dir(compose_config):
     assert config.trainer.run_dir == "runs/smoke"
 
 
+def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(compose_config):
+    distilled = resolve(compose_config("train", ["experiment=spe_distilled"]), TrainConfig)
+    teacher = resolve(compose_config("train", ["experiment=spe_tokenized"]), TrainConfig)
+    assert [(e.source, e.target) for e in distilled.data.extra_train] == [
+        ("data/raw/small_parallel_enja/train.en", "runs/spe_ensemble_train/hypotheses.txt")
+    ]
+    distilled.data.extra_train = []
+    assert (distilled.data, distilled.model, distilled.tokenizer) == (
+        teacher.data,
+        teacher.model,
+        teacher.tokenizer,
+    )
+    assert distilled.trainer.max_steps == teacher.trainer.max_steps
+    assert distilled.trainer.run_dir == "runs/spe_distilled"
+
+
 @pytest.mark.parametrize(
     "overrides,message",
     [
@@ -66,6 +82,7 @@ def test_smoke_experiment_selects_tiny_model_and_its_run_dir(compose_config):
         (["decode.beam_size=2", "decode.nbest=3"], "decode.nbest=3"),
         (["tokenizer.vocab_size=100"], "tokenizer.vocab_size=100"),
         (["data.source=ftp"], "data.source='ftp'"),
+        (["data.extra_train=[{source: a.en}]"], "missing mandatory value: target"),
     ],
 )
 def test_invalid_values_are_named(compose_config, overrides, message):

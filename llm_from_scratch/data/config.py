@@ -26,6 +26,14 @@ class DataFile:
     sha256: str | None = None  # expected checksum; checked when given
 
 
+@dataclass
+class ExtraPairs:
+    """Synthetic training pairs as two files aligned by line, written like the corpus's own."""
+
+    source: str  # e.g. the corpus's train source file
+    target: str  # its translations, e.g. the hypotheses.txt of `make eval ARGS="split=train"`
+
+
 def _default_splits() -> dict[str, str]:
     return {"train": "train", "dev": "dev", "test": "test"}
 
@@ -58,6 +66,10 @@ class DataConfig:
     split_seed: int = 1234
     dev_fraction: float = 0.01
     test_fraction: float = 0.01
+    # Pairs appended to the train split only (after dev/test are carved): forward translations
+    # by a teacher for sequence-level distillation, or back-translations. The tokenizers are
+    # trained on the corpus alone, so such a run shares them with the corpus's run.
+    extra_train: list[ExtraPairs] = field(default_factory=list)
     # Remove the spaces of pre-segmented Japanese (small_parallel_enja's KyTea tokens), keeping
     # those between two Latin-script words; false keeps the segmentation (word-level BLEU).
     detokenize_ja: bool = False

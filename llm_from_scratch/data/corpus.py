@@ -49,6 +49,27 @@ def load_split(cfg: DataConfig, split: str) -> datasets.Dataset:
         pairs = _read(cfg, cfg.splits[split])
     else:
         pairs = _carve(cfg, _read(cfg, cfg.splits["train"]), split)
+    return _in_corpus_style(cfg, pairs)
+
+
+def load_extra_train(cfg: DataConfig) -> datasets.Dataset | None:
+    """The pairs of `cfg.extra_train`, read and styled like the corpus; None when there are none."""
+    if not cfg.extra_train:
+        return None
+    parts = []
+    for extra in cfg.extra_train:
+        paths = Path(extra.source), Path(extra.target)
+        for path in paths:
+            if not path.is_file():
+                raise CorpusError(
+                    f"{path} not found: data.extra_train names it; write it first (README: "
+                    "Synthetic training pairs) or fix the path"
+                )
+        parts.append(_read_aligned(cfg, *paths))
+    return _in_corpus_style(cfg, datasets.concatenate_datasets(parts))
+
+
+def _in_corpus_style(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
     if cfg.detokenize_ja:
         pairs = _detokenize(cfg, pairs)
     if cfg.source_style != "raw":
@@ -85,6 +106,11 @@ def _read(cfg: DataConfig, location: str) -> datasets.Dataset:
 def _read_parallel(cfg: DataConfig, root: Path, stem: str) -> datasets.Dataset:
     src_path = _existing(root / f"{stem}.{cfg.src_lang}")
     tgt_path = _existing(root / f"{stem}.{cfg.tgt_lang}")
+    return _read_aligned(cfg, src_path, tgt_path)
+
+
+def _read_aligned(cfg: DataConfig, src_path: Path, tgt_path: Path) -> datasets.Dataset:
+    """Pairs from two files aligned by line, which must have as many lines as each other."""
     src = _load_lines(cfg, src_path)
     tgt = _load_lines(cfg, tgt_path)
     if len(src) != len(tgt):

@@ -24,7 +24,7 @@ from llm_from_scratch.data.batch import BPEDropout, Collator
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler
 from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokenize
 from llm_from_scratch.data.config import SPLITS, DataConfig
-from llm_from_scratch.data.corpus import load_split
+from llm_from_scratch.data.corpus import load_extra_train, load_split
 from llm_from_scratch.data.protocols import Tokenizer
 from llm_from_scratch.data.sources import dataset_dir, fetch_dataset
 from llm_from_scratch.errors import UserError
@@ -116,6 +116,9 @@ def build_data(cfg: DataConfig, tok_cfg: TokenizerConfig) -> DataModule:
     src_tok, tgt_tok = load_or_train_tokenizers(
         cfg, tok_cfg, list(raw["train"]["src"]), list(raw["train"]["tgt"])
     )
+    extra = load_extra_train(cfg)
+    if extra is not None:
+        raw["train"] = datasets.concatenate_datasets([raw["train"], extra])
     splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok)
     return DataModule(cfg, src_tok, tgt_tok, splits, report)
 
@@ -153,11 +156,17 @@ def cache_key(cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> str:
         for path in raw_root.rglob("*")
         if path.is_file()
     )
+    extra_files = [
+        (path, Path(path).stat().st_size, Path(path).stat().st_mtime_ns)
+        for extra in cfg.extra_train
+        for path in (extra.source, extra.target)
+    ]
     content = {
         "version": CACHE_VERSION,
         "tokenizers": [src_tok.hash, tgt_tok.hash],
         "config": {key: config[key] for key in CONTENT_FIELDS},
         "raw_files": raw_files,
+        "extra_files": extra_files,
     }
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -3,7 +3,14 @@ import json
 import datasets
 import pytest
 
-from llm_from_scratch.data.corpus import CorpusError, detokenize_ja, is_segmented, load_split
+from llm_from_scratch.data.config import ExtraPairs
+from llm_from_scratch.data.corpus import (
+    CorpusError,
+    detokenize_ja,
+    is_segmented,
+    load_extra_train,
+    load_split,
+)
 
 
 @pytest.mark.parametrize(
@@ -152,3 +159,28 @@ def test_seeded_split_partitions_train_reproducibly(tmp_path, local_config):
     )
     assert splits(seed=1) == first
     assert splits(seed=2)["dev"] != first["dev"]
+
+
+def test_extra_train_pairs_are_read_in_the_corpus_style(tmp_path, tiny_enja):
+    (tmp_path / "extra.en").write_text("He said, \u201cI'm tired.\u201d\nOK.\n")
+    (tmp_path / "extra.ja").write_text("彼 は 疲れ た と 言 っ た 。\n分か っ た 。\n")
+    tiny_enja.source_style = "lowercase_tokenized"
+    tiny_enja.extra_train = [ExtraPairs(str(tmp_path / "extra.en"), str(tmp_path / "extra.ja"))]
+    extra = load_extra_train(tiny_enja)
+    assert extra.to_dict() == {
+        "src": ["he said , \u201ci 'm tired . \u201d", "ok ."],
+        "tgt": ["彼は疲れたと言った。", "分かった。"],
+    }
+    assert len(load_split(tiny_enja, "train")) == 12  # the corpus split itself is unchanged
+
+
+def test_extra_train_files_must_exist_and_align(tmp_path, tiny_enja):
+    assert load_extra_train(tiny_enja) is None
+    (tmp_path / "extra.en").write_text("one\ntwo\n")
+    (tmp_path / "extra.ja").write_text("一\n")
+    tiny_enja.extra_train = [ExtraPairs(str(tmp_path / "extra.en"), str(tmp_path / "missing.ja"))]
+    with pytest.raises(CorpusError, match=r"missing\.ja not found: data\.extra_train names it"):
+        load_extra_train(tiny_enja)
+    tiny_enja.extra_train = [ExtraPairs(str(tmp_path / "extra.en"), str(tmp_path / "extra.ja"))]
+    with pytest.raises(CorpusError, match=r"extra\.en has 2 lines but .*extra\.ja has 1"):
+        load_extra_train(tiny_enja)

@@ -1,5 +1,6 @@
 """The data stage end to end with the real BPE tokenizer, trained on the tiny fixture."""
 
+from llm_from_scratch.data.config import ExtraPairs
 from llm_from_scratch.data.datamodule import build_data
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 
@@ -21,3 +22,26 @@ def test_build_data_batches_decode_back_to_the_normalized_text(tiny_enja, tmp_pa
             decoded += 1
     assert decoded == len(train) == 12
     assert "New York" in "".join(train["tgt"])  # detokenized, Latin spacing kept
+
+
+def test_extra_train_pairs_join_the_train_split_but_not_the_tokenizers(tiny_enja, tmp_path):
+    tiny_enja.max_tokens, tiny_enja.max_length_ratio, tiny_enja.batch_tokens = 64, 9.0, 512
+    corpus_only = build_data(tiny_enja, TokenizerConfig(vocab_size=400, dir=str(tmp_path / "a")))
+    tok_cfg = TokenizerConfig(vocab_size=400, dir=str(tmp_path / "b"))  # trained afresh
+    (tmp_path / "extra.en").write_text("i like green tea .\nzyx wvu .\n")
+    (tmp_path / "extra.ja").write_text("緑茶 が 好き 。\n鬱 鬱 。\n")
+    tiny_enja.extra_train = [ExtraPairs(str(tmp_path / "extra.en"), str(tmp_path / "extra.ja"))]
+    with_extra = build_data(tiny_enja, tok_cfg)
+    assert with_extra.src_tok.hash == corpus_only.src_tok.hash
+    assert with_extra.tgt_tok.hash == corpus_only.tgt_tok.hash
+    train = with_extra.splits["train"]
+    assert list(train["tgt"][-2:]) == ["緑茶が好き。", "鬱鬱。"]
+    assert train["tgt"][:12] == corpus_only.splits["train"]["tgt"]
+    for split in ("dev", "test"):
+        assert with_extra.splits[split]["tgt"] == corpus_only.splits[split]["tgt"]
+    # Rewriting an extra file (new teacher translations) must not reuse the tokenized cache.
+    (tmp_path / "extra.ja").write_text("緑茶 が 好き だ 。\n鬱 だ 。\n")
+    assert list(build_data(tiny_enja, tok_cfg).splits["train"]["tgt"][-2:]) == [
+        "緑茶が好きだ。",
+        "鬱だ。",
+    ]
