@@ -60,7 +60,7 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
     distilled = resolve(compose_config("train", ["experiment=spe_distilled"]), TrainConfig)
     teacher = resolve(compose_config("train", ["experiment=spe_tokenized"]), TrainConfig)
     assert [(e.source, e.target) for e in distilled.data.extra_train] == [
-        ("data/raw/small_parallel_enja/train.en", "runs/spe_ensemble_train/hypotheses.txt")
+        ("data/raw/small_parallel_enja/train.en", "runs/spe_tokenized/eval-train/hypotheses.txt")
     ]
     distilled.data.extra_train = []
     assert (distilled.data, distilled.model, distilled.tokenizer) == (
@@ -68,7 +68,7 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
         teacher.model,
         teacher.tokenizer,
     )
-    assert distilled.trainer.max_steps == teacher.trainer.max_steps
+    assert (distilled.trainer.max_steps, teacher.trainer.max_steps) == (6300, 8400)
     assert distilled.trainer.run_dir == "runs/spe_distilled"
 
 
