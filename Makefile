@@ -19,12 +19,12 @@ BENCH_LOG ?= runs/bench.log
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: $(STAMP) ## Create .venv and install torch, then the project with dev extras (once)
+setup: $(STAMP) ## Create .venv and install torch, then the project with its dev and bench extras (once)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $(STAMP)
 
 data: setup ## Fetch a dataset into data/raw/ (downloads, or copies from DATA_MIRROR)

@@ -1,4 +1,9 @@
-"""Errors a user can fix: command-line entry points print them as one line, no traceback."""
+"""Errors a user can fix: programs print them as one line, no traceback.
+
+Each stage defines its own subclasses where it raises them (`TokenizerError` in the tokenizer's
+file format, `DataSourceError` in `data/sources.py`, `CheckpointError` in `checkpoint.py`, ...);
+this module holds only the two every layer raises.
+"""
 
 
 class UserError(Exception):
@@ -7,7 +12,3 @@ class UserError(Exception):
 
 class ConfigError(UserError, ValueError):
     """A configuration value is invalid; the message names the key and the value."""
-
-
-class DataSourceError(UserError):
-    """A dataset file cannot be fetched, copied or verified."""

@@ -3,7 +3,7 @@
 Translates the small_parallel_enja test split (or its first --sentences) four ways and prints
 sentences/s and the cached/uncached speed ratio; it also checks that the cache changes no output.
 The model is the --checkpoint given, else the newest runs/**/best.pt, else a fresh `model=small`
-with the dataset's bpe_8k tokenizers (loaded from data/tokenizers/, or trained there first). An
+with the dataset's bpe_8k tokenizers (loaded from paths.tokenizer_dir, or trained there first). An
 untrained model rarely emits EOS, so its outputs run to the length limit: the slowest case.
 
     python scripts/bench_decode.py [--checkpoint runs/default/best.pt] [--sentences 500]
@@ -18,30 +18,25 @@ import time
 from pathlib import Path
 
 import torch
-from hydra import compose, initialize_config_dir
 
-from llm_from_scratch.cli import exit_on_user_error
-from llm_from_scratch.config import TrainConfig, resolve
+from llm_from_scratch.checkpoint import build_model, load_checkpoint, restore_for_inference
 from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.sources import fetch_dataset
-from llm_from_scratch.decoding.config import DecodeConfig
-from llm_from_scratch.decoding.translate_cli import RUNS_DIR, sorted_checkpoints
-from llm_from_scratch.decoding.translator import Translator, resolve_device
-from llm_from_scratch.model import Seq2SeqTransformer
-from llm_from_scratch.tokenizer.training_job import load_or_train_tokenizers, read_train_texts
-from llm_from_scratch.training.checkpoint import load_checkpoint, restore_for_inference
+from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.translator import Translator
+from llm_from_scratch.device import resolve_device
+from llm_from_scratch.programs.common import compose_config, exit_on_user_error
+from llm_from_scratch.programs.train import TrainConfig
+from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
+from llm_from_scratch.programs.translate import sorted_checkpoints
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 VARIANTS = [("greedy", 1), ("beam-5", 5)]
 
 
 def fresh_model(config: TrainConfig, device: torch.device):
-    src_texts, tgt_texts = read_train_texts(config.data)
-    src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, src_texts, tgt_texts)
-    torch.manual_seed(config.trainer.seed)
-    model = Seq2SeqTransformer(
-        config.model, src_tok.vocab_size, tgt_tok.vocab_size, tgt_tok.pad_id
-    ).to(device)
+    src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
+    torch.manual_seed(config.training.seed)
+    model = build_model(config.model, src_tok, tgt_tok, config.tokenizer.shared).to(device)
     return model.eval(), src_tok, tgt_tok
 
 
@@ -63,18 +58,17 @@ def main() -> None:
     args = parser.parse_args()
 
     device = resolve_device(args.device)
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = resolve(compose("train", ["model=small", "decode=beam"]), TrainConfig)
-    fetch_dataset(config.data)
-    trained = sorted_checkpoints(RUNS_DIR)
+    config = compose_config("train", ["model=small", "decoding=beam"], TrainConfig)
+    fetch_dataset(config.data, config.paths)
+    trained = sorted_checkpoints(Path(config.paths.runs_dir))
     checkpoint = args.checkpoint or (trained[-1] if trained else None)
     if checkpoint:
         model, src_tok, tgt_tok, _ = restore_for_inference(load_checkpoint(checkpoint), device)
         origin = f"checkpoint {checkpoint}"
     else:
         model, src_tok, tgt_tok = fresh_model(config, device)
-        origin = "freshly initialised model=small (seed trainer.seed), bpe_8k tokenizers"
-    sources = list(load_split(config.data, "test")["src"])[: args.sentences]
+        origin = "freshly initialised model=small (seed training.seed), bpe_8k tokenizers"
+    sources = list(load_split(config.data, "test", config.paths)["src"])[: args.sentences]
     details = sys.stderr if args.table_rows else sys.stdout
     conditions = (
         f"{len(sources)} sentences of small_parallel_enja test; {origin}; device {device}, "
@@ -86,7 +80,7 @@ def main() -> None:
         file=details,
     )
     for name, beam_size in VARIANTS:
-        decode = DecodeConfig(beam_size=beam_size)
+        decode = DecodingConfig(beam_size=beam_size)
         rates, outputs = [], []
         for use_cache in (True, False):
             translator = Translator(model, src_tok, tgt_tok, decode, use_cache=use_cache)

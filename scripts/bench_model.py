@@ -2,7 +2,7 @@
 
 Both models get the same embeddings (ours: token × √d + sinusoidal positions) and the same tied
 output projection, so their parameter counts match exactly; they train on the same batches under
-the precision training would pick here (`trainer.precision=auto`: bf16 autocast where the CPU's
+the precision training would pick here (`training.precision=auto`: bf16 autocast where the CPU's
 bf16 matrix products beat fp32's, else fp32; `--precision` overrides), timed alternately in this
 one process (median of the iterations after a warm-up).
 Twice: with the config's dropout, where ours drops out only embeddings and sublayer outputs (the
@@ -34,8 +34,9 @@ import torch.nn.functional as F
 from omegaconf import OmegaConf
 from torch import Tensor, nn
 
-from llm_from_scratch.model import ModelConfig, Seq2SeqTransformer
-from llm_from_scratch.model.layers import Embedding
+from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.model.reference import ReferenceSeq2Seq
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.training.precision import Precision, matmul_rate, select_precision
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "model"
@@ -44,41 +45,6 @@ PAD_ID = 0
 
 def load_config(name: str) -> ModelConfig:
     return ModelConfig(**OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / f"{name}.yaml")))
-
-
-class ReferenceSeq2Seq(nn.Module):
-    """`nn.Transformer` between our embeddings and a tied output projection."""
-
-    def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> None:
-        super().__init__()
-        self.src_embedding = Embedding(src_vocab_size, cfg.d_model, cfg.max_positions, cfg.dropout)
-        self.tgt_embedding = Embedding(tgt_vocab_size, cfg.d_model, cfg.max_positions, cfg.dropout)
-        self.transformer = nn.Transformer(
-            d_model=cfg.d_model,
-            nhead=cfg.n_heads,
-            num_encoder_layers=cfg.n_encoder_layers,
-            num_decoder_layers=cfg.n_decoder_layers,
-            dim_feedforward=cfg.d_ff,
-            dropout=cfg.dropout,
-            activation=cfg.activation,
-            batch_first=True,
-            norm_first=cfg.norm_first,
-        )
-        self.output_proj = nn.Linear(cfg.d_model, tgt_vocab_size, bias=False)
-        self.output_proj.weight = self.tgt_embedding.token.weight
-
-    def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> Tensor:
-        tgt_len = tgt.size(1)
-        causal = nn.Transformer.generate_square_subsequent_mask(tgt_len, device=tgt.device)
-        hidden = self.transformer(
-            self.src_embedding(src),
-            self.tgt_embedding(tgt),
-            tgt_mask=causal,
-            src_key_padding_mask=~src_mask,  # nn.Transformer: True = padding (ours: real token)
-            memory_key_padding_mask=~src_mask,
-            tgt_is_causal=True,
-        )
-        return self.output_proj(hidden)
 
 
 def training_step(

@@ -25,8 +25,10 @@ from omegaconf import OmegaConf
 
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.sources import fetch_dataset
-from llm_from_scratch.tokenizer import BPETokenizer
-from llm_from_scratch.tokenizer.training_job import read_train_texts
+from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.programs.train_tokenizer import read_train_texts
+from llm_from_scratch.schema import to_schema
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 DATA_CONFIG = Path(__file__).resolve().parent.parent / "configs/data/tanaka_graded.yaml"
 
@@ -135,10 +137,10 @@ def main() -> None:
     parser.add_argument("--table-rows", action="store_true", help="print `make bench` rows only")
     args = parser.parse_args()
 
-    schema = OmegaConf.structured(DataConfig)
-    data_cfg = OmegaConf.to_object(OmegaConf.merge(schema, OmegaConf.load(DATA_CONFIG)))
-    fetch_dataset(data_cfg)
-    src, tgt = read_train_texts(data_cfg)
+    data_cfg = to_schema(OmegaConf.load(DATA_CONFIG), DataConfig)
+    paths = PathsConfig()
+    fetch_dataset(data_cfg, paths)
+    src, tgt = read_train_texts(data_cfg, paths)
     print(
         f"tanaka_graded train, pretokenizer={args.pretokenizer}, sentencepiece {spm.__version__}",
         file=sys.stderr if args.table_rows else sys.stdout,

@@ -1,12 +1,13 @@
 """The data stage: corpora in, token-budget `Batch`es out.
 
+    config.py      DataConfig, the `data` config group (corpus, cleaning, loading sections)
     sources.py     fetch raw files (download or mirror)
     corpus.py      read a split through `datasets` (`load_split`), detokenize Japanese
     cleaning.py    tokenize, drop empty / too long / badly proportioned pairs, `CleaningReport`
     batching.py    `TokenBudgetBatchSampler`: length-bucketed, seeded, resumable, DDP-aware
     batch.py       `Batch` and `Collator` (padding, BOS/EOS shift, masks)
-    datamodule.py  `build_data(cfg, tok_cfg) -> DataModule`, with the on-disk tokenization cache
+    datamodule.py  `build_data(...) -> DataModule`, with the on-disk tokenization cache
 
-Nothing is re-exported here: importing `datasets` and `torch` takes seconds, and `sources` (used
-by `make data`) needs neither.
+It needs a tokenizer only through the `protocols.Tokenizer` interface, so it does not import the
+tokenizer stage.
 """

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import datasets
 import numpy as np
 
-from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.config import CleaningConfig
 from llm_from_scratch.data.protocols import Tokenizer, model_text
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def tokenize(
 
 
 def drop_masks(
-    src_lens: np.ndarray, tgt_lens: np.ndarray, cfg: DataConfig
+    src_lens: np.ndarray, tgt_lens: np.ndarray, cfg: CleaningConfig
 ) -> dict[str, np.ndarray]:
     """For each reason, which pairs it drops; a pair is charged to the first reason that applies."""
     longer, shorter = np.maximum(src_lens, tgt_lens), np.minimum(src_lens, tgt_lens)
@@ -76,7 +76,7 @@ def column(data: datasets.Dataset, name: str) -> np.ndarray:
 
 
 def clean(
-    tokenized: datasets.Dataset, cfg: DataConfig, split: str
+    tokenized: datasets.Dataset, cfg: CleaningConfig, split: str
 ) -> tuple[datasets.Dataset, CleaningReport]:
     """Keep the pairs no reason drops; log and return the counts of the others."""
     masks = drop_masks(column(tokenized, "src_len"), column(tokenized, "tgt_len"), cfg)

@@ -18,6 +18,7 @@ from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.paths import PathsConfig
 
 # Letters and digits of Latin script, full-width forms included: a space between two of them
 # separates words ("New York", "1 000") and survives detokenization.
@@ -41,55 +42,57 @@ def is_segmented(texts: Sequence[str]) -> bool:
     return segmented > len(texts) / 2
 
 
-def load_split(cfg: DataConfig, split: str) -> datasets.Dataset:
+def load_split(cfg: DataConfig, split: str, paths: PathsConfig) -> datasets.Dataset:
     """The `split` (train, dev or test) of `cfg` with string columns `src` and `tgt`."""
     if split not in ("train", "dev", "test"):
         raise CorpusError(f"unknown split {split!r}: expected train, dev or test")
-    if split in cfg.splits and split != "train":
-        pairs = _read(cfg, cfg.splits[split])
+    if split in cfg.corpus.splits and split != "train":
+        pairs = _read(cfg, paths, cfg.corpus.splits[split])
     else:
-        pairs = _carve(cfg, _read(cfg, cfg.splits["train"]), split)
+        pairs = _carve(cfg, _read(cfg, paths, cfg.corpus.splits["train"]), split)
     return _in_corpus_style(cfg, pairs)
 
 
-def load_extra_train(cfg: DataConfig) -> datasets.Dataset | None:
+def load_extra_train(cfg: DataConfig, paths: PathsConfig) -> datasets.Dataset | None:
     """The pairs of `cfg.extra_train`, read and styled like the corpus; None when there are none."""
     if not cfg.extra_train:
         return None
     parts = []
     for extra in cfg.extra_train:
-        paths = Path(extra.source), Path(extra.target)
-        for path in paths:
+        files = Path(extra.source), Path(extra.target)
+        for path in files:
             if not path.is_file():
                 raise CorpusError(
                     f"{path} not found: data.extra_train names it; write it first (README: "
                     "Synthetic training pairs) or fix the path"
                 )
-        parts.append(_read_aligned(cfg, *paths))
+        parts.append(_read_aligned(paths, *files))
     return _in_corpus_style(cfg, datasets.concatenate_datasets(parts))
 
 
 def _in_corpus_style(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
-    if cfg.detokenize_ja:
+    if cfg.corpus.detokenize_ja:
         pairs = _detokenize(cfg, pairs)
-    if cfg.source_style != "raw":
+    if cfg.corpus.source_style != "raw":
         pairs = pairs.map(
-            lambda batch: {"src": [prepare_source(t, cfg.source_style) for t in batch["src"]]},
+            lambda batch: {
+                "src": [prepare_source(t, cfg.corpus.source_style) for t in batch["src"]]
+            },
             batched=True,
-            desc=f"source style {cfg.source_style}",
+            desc=f"source style {cfg.corpus.source_style}",
         )
     return pairs
 
 
 def _carve(cfg: DataConfig, pairs: datasets.Dataset, split: str) -> datasets.Dataset:
     """`split` of a seeded partition of `pairs` (the train file), dev and test carved first."""
-    carved = [name for name in ("dev", "test") if name not in cfg.splits]
+    carved = [name for name in ("dev", "test") if name not in cfg.corpus.splits]
     if not carved:
         return pairs
-    order = np.random.default_rng(cfg.split_seed).permutation(len(pairs))
+    order = np.random.default_rng(cfg.corpus.split_seed).permutation(len(pairs))
     bounds, start = {}, 0
     for name in carved:
-        size = round(len(pairs) * getattr(cfg, f"{name}_fraction"))
+        size = round(len(pairs) * getattr(cfg.corpus, f"{name}_fraction"))
         bounds[name] = (start, start + size)
         start += size
     bounds["train"] = (start, len(pairs))
@@ -97,22 +100,22 @@ def _carve(cfg: DataConfig, pairs: datasets.Dataset, split: str) -> datasets.Dat
     return pairs.select(np.sort(order[begin:end]))
 
 
-def _read(cfg: DataConfig, location: str) -> datasets.Dataset:
-    root = dataset_dir(cfg)
+def _read(cfg: DataConfig, paths: PathsConfig, location: str) -> datasets.Dataset:
+    root = dataset_dir(cfg, paths)
     readers = {"parallel": _read_parallel, "tsv": _read_tsv, "jsonl": _read_jsonl, "hub": _read_hub}
-    return readers[cfg.format](cfg, root, location)
+    return readers[cfg.corpus.format](cfg, paths, root, location)
 
 
-def _read_parallel(cfg: DataConfig, root: Path, stem: str) -> datasets.Dataset:
-    src_path = _existing(root / f"{stem}.{cfg.src_lang}")
-    tgt_path = _existing(root / f"{stem}.{cfg.tgt_lang}")
-    return _read_aligned(cfg, src_path, tgt_path)
+def _read_parallel(cfg: DataConfig, paths: PathsConfig, root: Path, stem: str) -> datasets.Dataset:
+    src_path = _existing(root / f"{stem}.{cfg.corpus.src_lang}")
+    tgt_path = _existing(root / f"{stem}.{cfg.corpus.tgt_lang}")
+    return _read_aligned(paths, src_path, tgt_path)
 
 
-def _read_aligned(cfg: DataConfig, src_path: Path, tgt_path: Path) -> datasets.Dataset:
+def _read_aligned(paths: PathsConfig, src_path: Path, tgt_path: Path) -> datasets.Dataset:
     """Pairs from two files aligned by line, which must have as many lines as each other."""
-    src = _load_lines(cfg, src_path)
-    tgt = _load_lines(cfg, tgt_path)
+    src = _load_lines(paths, src_path)
+    tgt = _load_lines(paths, tgt_path)
     if len(src) != len(tgt):
         raise CorpusError(
             f"misaligned parallel files: {src_path} has {len(src)} lines but {tgt_path} has "
@@ -122,11 +125,11 @@ def _read_aligned(cfg: DataConfig, src_path: Path, tgt_path: Path) -> datasets.D
     return src.rename_column("text", "src").add_column("tgt", tgt["text"])
 
 
-def _read_tsv(cfg: DataConfig, root: Path, name: str) -> datasets.Dataset:
+def _read_tsv(cfg: DataConfig, paths: PathsConfig, root: Path, name: str) -> datasets.Dataset:
     # Read as plain lines and split here rather than with the CSV reader: quotes are ordinary
     # characters in sentences, and a line with a stray tab must be reported, not re-parsed.
     path = _existing(root / name)
-    lines = _load_lines(cfg, path)
+    lines = _load_lines(paths, path)
     # A blank line is an empty pair (dropped and counted by cleaning); anything else needs a tab.
     bad = [i for i, line in enumerate(lines["text"]) if line and line.count("\t") != 1]
     if bad:
@@ -147,38 +150,41 @@ def _split_tab(lines: list[str]) -> dict[str, list[str]]:
     return {"src": [src for src, _ in pairs], "tgt": [tgt for _, tgt in pairs]}
 
 
-def _read_jsonl(cfg: DataConfig, root: Path, name: str) -> datasets.Dataset:
+def _read_jsonl(cfg: DataConfig, paths: PathsConfig, root: Path, name: str) -> datasets.Dataset:
     path = _existing(root / name)
     table = datasets.load_dataset(
-        "json", data_files=str(path), split="train", cache_dir=_hf_cache(cfg)
+        "json", data_files=str(path), split="train", cache_dir=_hf_cache(paths)
     )
     return _select_columns(table, cfg, str(path))
 
 
-def _read_hub(cfg: DataConfig, root: Path, split: str) -> datasets.Dataset:
+def _read_hub(cfg: DataConfig, paths: PathsConfig, root: Path, split: str) -> datasets.Dataset:
     if not root.is_dir():
         raise CorpusError(f"{root} not found: fetch the dataset first (make data)")
     saved = datasets.load_from_disk(str(root))
     if isinstance(saved, datasets.DatasetDict):
         if split not in saved:
             raise CorpusError(
-                f"{root} has no split {split!r} (it has {', '.join(saved)}); set data.splits"
+                f"{root} has no split {split!r} (it has {', '.join(saved)}); set data.corpus.splits"
             )
         saved = saved[split]
-    elif split != cfg.splits["train"]:
+    elif split != cfg.corpus.splits["train"]:
         raise CorpusError(f"{root} holds a single dataset, not a split {split!r}")
     return _select_columns(saved, cfg, str(root))
 
 
 def _select_columns(table: datasets.Dataset, cfg: DataConfig, origin: str) -> datasets.Dataset:
-    missing = [c for c in (cfg.src_column, cfg.tgt_column) if c not in table.column_names]
+    missing = [
+        c for c in (cfg.corpus.src_column, cfg.corpus.tgt_column) if c not in table.column_names
+    ]
     if missing:
         raise CorpusError(
             f"{origin} has no column {', '.join(map(repr, missing))} (it has "
-            f"{', '.join(table.column_names)}); set data.src_column and data.tgt_column"
+            f"{', '.join(table.column_names)}); set data.corpus.src_column and "
+            "data.corpus.tgt_column"
         )
-    table = table.select_columns([cfg.src_column, cfg.tgt_column])
-    table = table.rename_columns({cfg.src_column: "src", cfg.tgt_column: "tgt"})
+    table = table.select_columns([cfg.corpus.src_column, cfg.corpus.tgt_column])
+    table = table.rename_columns({cfg.corpus.src_column: "src", cfg.corpus.tgt_column: "tgt"})
     # Missing values (JSON null) become empty strings, which cleaning drops and counts.
     return table.map(
         lambda batch: {key: [text or "" for text in batch[key]] for key in ("src", "tgt")},
@@ -188,7 +194,11 @@ def _select_columns(table: datasets.Dataset, cfg: DataConfig, origin: str) -> da
 
 
 def _detokenize(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
-    sides = [side for side, lang in (("src", cfg.src_lang), ("tgt", cfg.tgt_lang)) if lang == "ja"]
+    sides = [
+        side
+        for side, lang in (("src", cfg.corpus.src_lang), ("tgt", cfg.corpus.tgt_lang))
+        if lang == "ja"
+    ]
     if not sides:
         return pairs
     return pairs.map(
@@ -198,17 +208,19 @@ def _detokenize(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
     )
 
 
-def _load_lines(cfg: DataConfig, path: Path) -> datasets.Dataset:
+def _load_lines(paths: PathsConfig, path: Path) -> datasets.Dataset:
     return datasets.load_dataset(
-        "text", data_files=str(path), split="train", cache_dir=_hf_cache(cfg)
+        "text", data_files=str(path), split="train", cache_dir=_hf_cache(paths)
     )
 
 
-def _hf_cache(cfg: DataConfig) -> str:
-    return str(Path(cfg.cache_dir) / "hf")
+def _hf_cache(paths: PathsConfig) -> str:
+    return str(Path(paths.cache_dir) / "hf")
 
 
 def _existing(path: Path) -> Path:
     if not path.is_file():
-        raise CorpusError(f"{path} not found: fetch the dataset (make data) or fix data.splits")
+        raise CorpusError(
+            f"{path} not found: fetch the dataset (make data) or fix data.corpus.splits"
+        )
     return path

@@ -1,8 +1,9 @@
-"""Everything the trainer needs from the data stage: `build_data(cfg, tok_cfg) -> DataModule`.
+"""Everything the trainer needs from the data stage: `build_data(...) -> DataModule`.
 
-Reading, tokenizer training, tokenization and cleaning run once; the result is saved under
-`<cache_dir>/tokenized/<name>-<key>/`, where the key hashes the tokenizers, the config values that
-change the content, and the raw files' sizes and times, so any change to them rebuilds it.
+Reading, tokenization and cleaning run once; the result is saved under
+`<paths.cache_dir>/tokenized/<name>-<key>/`, where the key hashes the tokenizers, every data
+setting outside `data.loading` (which only batches), and the raw files' sizes and times, so any
+change to them rebuilds it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import datasets
 import torch
@@ -26,21 +28,14 @@ from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokeni
 from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.corpus import load_extra_train, load_split
 from llm_from_scratch.data.protocols import Tokenizer
-from llm_from_scratch.data.sources import dataset_dir, fetch_dataset
+from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.tokenizer.config import TokenizerConfig
-from llm_from_scratch.tokenizer.training_job import load_or_train_tokenizers
+from llm_from_scratch.paths import PathsConfig
 
 logger = logging.getLogger(__name__)
 
 # Bump when the cached content changes meaning (columns, cleaning rules), to invalidate old caches.
 CACHE_VERSION = 1
-# DataConfig fields that change what is cached; the others only change how it is batched or read.
-CONTENT_FIELDS = (
-    "name", "format", "splits", "src_lang", "tgt_lang", "src_column", "tgt_column",
-    "split_seed", "dev_fraction", "test_fraction", "detokenize_ja", "source_style", "max_tokens",
-    "max_length_ratio",
-)  # fmt: skip
 
 
 @dataclass
@@ -62,21 +57,21 @@ class DataModule:
         device: torch.device | str = "cpu",
     ) -> DataLoader:
         """This rank's batches of `epoch`, from its batch `start_batch` on (to resume)."""
-        train = self.splits["train"]
+        train, loading = self.splits["train"], self.cfg.loading
         sampler = TokenBudgetBatchSampler(
             column(train, "src_len"),
             column(train, "tgt_len"),
-            self.cfg.batch_tokens,
-            seed=self.cfg.shuffle_seed,
-            pool_size=self.cfg.pool_size,
+            loading.batch_tokens,
+            seed=loading.shuffle_seed,
+            pool_size=loading.pool_size,
             rank=rank,
             world_size=world_size,
         )
         sampler.set_epoch(epoch, start_batch)
         bpe_dropout = None
-        if self.cfg.bpe_dropout:
+        if loading.bpe_dropout:
             bpe_dropout = BPEDropout(
-                self.cfg.bpe_dropout, self.cfg.shuffle_seed, epoch, self.cfg.max_tokens
+                loading.bpe_dropout, loading.shuffle_seed, epoch, self.cfg.cleaning.max_tokens
             )
         return self._loader(
             train, sampler, device, Collator(self.src_tok, self.tgt_tok, bpe_dropout)
@@ -86,7 +81,10 @@ class DataModule:
         """All of `split` (dev or test), sorted by length; `Batch.indices` map back to its rows."""
         data = self.splits[split]
         sampler = TokenBudgetBatchSampler(
-            column(data, "src_len"), column(data, "tgt_len"), self.cfg.batch_tokens, shuffle=False
+            column(data, "src_len"),
+            column(data, "tgt_len"),
+            self.cfg.loading.batch_tokens,
+            shuffle=False,
         )
         return self._loader(data, sampler, device, Collator(self.src_tok, self.tgt_tok))
 
@@ -101,45 +99,50 @@ class DataModule:
             data.select_columns(collator.columns),
             batch_sampler=sampler,
             collate_fn=collator,
-            num_workers=self.cfg.num_workers,
+            num_workers=self.cfg.loading.num_workers,
             pin_memory=torch.device(device).type == "cuda",
             # Its own generator: iterating a DataLoader draws a seed, which must not come from
             # the global RNG, or resuming mid-epoch would shift every later dropout mask.
-            generator=torch.Generator().manual_seed(self.cfg.shuffle_seed),
+            generator=torch.Generator().manual_seed(self.cfg.loading.shuffle_seed),
         )
 
 
-def build_data(cfg: DataConfig, tok_cfg: TokenizerConfig) -> DataModule:
-    """Fetch, read, train or load the tokenizers, then tokenize and clean (or load the cache)."""
-    fetch_dataset(cfg)
-    raw = {split: load_split(cfg, split) for split in SPLITS}
-    src_tok, tgt_tok = load_or_train_tokenizers(
-        cfg, tok_cfg, list(raw["train"]["src"]), list(raw["train"]["tgt"])
-    )
-    extra = load_extra_train(cfg)
+def build_data(
+    cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, paths: PathsConfig
+) -> DataModule:
+    """Read the fetched raw files, then tokenize and clean them (or load the cache)."""
+    raw = {split: load_split(cfg, split, paths) for split in SPLITS}
+    extra = load_extra_train(cfg, paths)
     if extra is not None:
         raw["train"] = datasets.concatenate_datasets([raw["train"], extra])
-    splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok)
+    splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok, paths)
     return DataModule(cfg, src_tok, tgt_tok, splits, report)
 
 
 def prepare_splits(
-    cfg: DataConfig, raw: dict[str, datasets.Dataset], src_tok: Tokenizer, tgt_tok: Tokenizer
+    cfg: DataConfig,
+    raw: dict[str, datasets.Dataset],
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    paths: PathsConfig,
 ) -> tuple[dict[str, datasets.Dataset], CleaningReport]:
     """Tokenized splits (train cleaned) and the train cleaning report, cached on disk."""
-    directory = Path(cfg.cache_dir) / "tokenized" / f"{cfg.name}-{cache_key(cfg, src_tok, tgt_tok)}"
+    key = cache_key(cfg, src_tok, tgt_tok, paths)
+    directory = Path(paths.cache_dir) / "tokenized" / f"{cfg.name}-{key}"
     if (directory / "report.json").is_file():
         splits = {split: datasets.load_from_disk(str(directory / split)) for split in SPLITS}
         report = CleaningReport(**json.loads((directory / "report.json").read_text()))
         logger.info("tokenized data loaded from %s; cleaning %s", directory, report.summary())
         return splits, report
     started = time.perf_counter()
-    splits = {split: tokenize(raw[split], src_tok, tgt_tok, cfg.num_proc) for split in SPLITS}
-    splits["train"], report = clean(splits["train"], cfg, "train")
+    splits = {
+        split: tokenize(raw[split], src_tok, tgt_tok, cfg.loading.num_proc) for split in SPLITS
+    }
+    splits["train"], report = clean(splits["train"], cfg.cleaning, "train")
     if report.kept == 0:
         raise UserError(
             f"cleaning dropped every training pair of {cfg.name} ({report.summary()}); "
-            "raise data.max_tokens or data.max_length_ratio"
+            "raise data.cleaning.max_tokens or data.cleaning.max_length_ratio"
         )
     splits = {name: data.add_column("index", range(len(data))) for name, data in splits.items()}
     logger.info("tokenized in %.1f s", time.perf_counter() - started)
@@ -147,10 +150,16 @@ def prepare_splits(
     return splits, report
 
 
-def cache_key(cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> str:
+def content_settings(cfg: DataConfig) -> dict[str, Any]:
+    """Every data setting that can change the tokenized splits: all but `data.loading`."""
+    settings = asdict(cfg)
+    del settings["loading"]
+    return settings
+
+
+def cache_key(cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, paths: PathsConfig) -> str:
     """A digest of everything the tokenized splits depend on."""
-    config = asdict(cfg)
-    raw_root = dataset_dir(cfg)
+    raw_root = dataset_dir(cfg, paths)
     raw_files = sorted(
         (str(path.relative_to(raw_root)), path.stat().st_size, path.stat().st_mtime_ns)
         for path in raw_root.rglob("*")
@@ -164,7 +173,7 @@ def cache_key(cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> str:
     content = {
         "version": CACHE_VERSION,
         "tokenizers": [src_tok.hash, tgt_tok.hash],
-        "config": {key: config[key] for key in CONTENT_FIELDS},
+        "config": content_settings(cfg),
         "raw_files": raw_files,
         "extra_files": extra_files,
     }

@@ -1,4 +1,4 @@
-"""Fetch a dataset's raw files into `data/raw/<name>/`: download, or copy from a local mirror.
+"""Fetch a dataset's raw files into `<paths.raw_dir>/<name>/`: download, or copy from a mirror.
 
 A mirror is a directory laid out as `<mirror>/<dataset name>/<file>`; it is how machines without
 internet access (and the tests) get the corpora. Every file is checked against the size and
@@ -19,14 +19,19 @@ from tqdm import tqdm
 
 from llm_from_scratch.atomic import atomic_writer
 from llm_from_scratch.data.config import DataConfig, DataFile
-from llm_from_scratch.errors import DataSourceError
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.paths import PathsConfig
 
 CHUNK_BYTES = 1 << 20
 
 
-def dataset_dir(cfg: DataConfig) -> Path:
+class DataSourceError(UserError):
+    """A dataset file cannot be fetched, copied or verified."""
+
+
+def dataset_dir(cfg: DataConfig, paths: PathsConfig) -> Path:
     """Where the raw files of `cfg` live once fetched."""
-    return Path(cfg.raw_dir) / cfg.name
+    return Path(paths.raw_dir) / cfg.name
 
 
 def mirror_dir(cfg: DataConfig) -> Path | None:
@@ -35,9 +40,9 @@ def mirror_dir(cfg: DataConfig) -> Path | None:
     return Path(mirror).expanduser() / cfg.name if mirror else None
 
 
-def fetch_dataset(cfg: DataConfig) -> Path:
+def fetch_dataset(cfg: DataConfig, paths: PathsConfig) -> Path:
     """Make sure every raw file of `cfg` is present and verified; return the dataset directory."""
-    target = dataset_dir(cfg)
+    target = dataset_dir(cfg, paths)
     mirror = mirror_dir(cfg)
     if cfg.source == "hub":
         _fetch_hub(cfg, target, mirror)

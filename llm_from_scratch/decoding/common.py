@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from llm_from_scratch.model import ModelConfig
+from llm_from_scratch.model.config import ModelConfig
 
 
 class SearchModel(Protocol):

@@ -1,4 +1,4 @@
-"""Schema of the `decode` config group (`configs/decode/*.yaml`)."""
+"""Schema of the `decoding` config group (`configs/decoding/*.yaml`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from llm_from_scratch.errors import ConfigError
 
 
 @dataclass
-class DecodeConfig:
+class DecodingConfig:
     beam_size: int = 5  # 1 is greedy search
     nbest: int = 1  # hypotheses returned per sentence, best first
     length_penalty: float = 1.0  # GNMT alpha; 0 disables
@@ -19,21 +19,22 @@ class DecodeConfig:
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:
-            raise ConfigError(f"decode.beam_size={self.beam_size} must be at least 1")
+            raise ConfigError(f"decoding.beam_size={self.beam_size} must be at least 1")
         if not 1 <= self.nbest <= self.beam_size:
             raise ConfigError(
-                f"decode.nbest={self.nbest} must be between 1 and decode.beam_size={self.beam_size}"
+                f"decoding.nbest={self.nbest} must be between 1 and "
+                f"decoding.beam_size={self.beam_size}"
             )
         if self.length_penalty < 0:
-            raise ConfigError(f"decode.length_penalty={self.length_penalty} must not be negative")
+            raise ConfigError(f"decoding.length_penalty={self.length_penalty} must not be negative")
         if self.max_len_a < 0 or self.max_len_b < 1:
             raise ConfigError(
-                f"decode.max_len_a={self.max_len_a} must be >= 0 and "
-                f"decode.max_len_b={self.max_len_b} >= 1"
+                f"decoding.max_len_a={self.max_len_a} must be >= 0 and "
+                f"decoding.max_len_b={self.max_len_b} >= 1"
             )
         if self.no_repeat_ngram_size < 0:
             raise ConfigError(
-                f"decode.no_repeat_ngram_size={self.no_repeat_ngram_size} must not be negative"
+                f"decoding.no_repeat_ngram_size={self.no_repeat_ngram_size} must not be negative"
             )
         if self.batch_tokens < 1:
-            raise ConfigError(f"decode.batch_tokens={self.batch_tokens} must be at least 1")
+            raise ConfigError(f"decoding.batch_tokens={self.batch_tokens} must be at least 1")

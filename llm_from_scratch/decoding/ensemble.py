@@ -16,7 +16,8 @@ import torch
 from torch import Tensor, nn
 
 from llm_from_scratch.decoding.common import log_softmax_upcast
-from llm_from_scratch.model import DecoderCache, Seq2SeqTransformer
+from llm_from_scratch.model.cache import DecoderCache
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
 
 
 class EnsembleCache:

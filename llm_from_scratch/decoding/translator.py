@@ -13,24 +13,21 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from llm_from_scratch.config import TrainConfig
+from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint, restore_for_inference
 from llm_from_scratch.data.source_style import prepare_source
-from llm_from_scratch.decoding.beam import beam_search
+from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.common import Hypothesis
-from llm_from_scratch.decoding.config import DecodeConfig
+from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ensemble import Ensemble
-from llm_from_scratch.decoding.greedy import greedy_search
+from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.model import Seq2SeqTransformer
-from llm_from_scratch.tokenizer import BPETokenizer
-from llm_from_scratch.training.checkpoint import (
-    CheckpointError,
-    load_checkpoint,
-    restore_for_inference,
-)
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.schema import to_schema
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 # Split points, coarsest first: after sentence-final punctuation, then between words.
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])")
@@ -65,24 +62,15 @@ def joiner_for(language: str) -> str:
     return "" if language in _LANGUAGES_WITHOUT_SPACES else " "
 
 
-def resolve_device(name: str) -> torch.device:
-    """The device named `name`, checked to be usable; `auto` is CUDA when available, else CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-        torch.empty(0, device=device)
-    except (RuntimeError, AssertionError) as error:
-        raise UserError(f"device {name!r} is not usable: {str(error).splitlines()[0]}") from None
-    return device
-
-
 def restore_models(
     paths: Sequence[str | Path], device: torch.device
-) -> tuple[Seq2SeqTransformer | Ensemble, BPETokenizer, BPETokenizer, TrainConfig]:
+) -> tuple[Seq2SeqTransformer | Ensemble, BPETokenizer, BPETokenizer, dict[str, Any]]:
     """The model of one checkpoint, or the `Ensemble` of several, with the first one's tokenizers
-    and run config; every checkpoint must have the same tokenizers and source style."""
-    restored = [restore_for_inference(load_checkpoint(path), device) for path in paths]
+    and run config (plain data); every checkpoint must have the same tokenizers and source
+    style."""
+    restored = [
+        restore_for_inference(load_checkpoint(path), device, origin=str(path)) for path in paths
+    ]
     model, src_tok, tgt_tok, config = restored[0]
     for path, (_, other_src, other_tgt, other_config) in zip(paths[1:], restored[1:], strict=True):
         if (other_src.hash, other_tgt.hash) != (src_tok.hash, tgt_tok.hash):
@@ -90,10 +78,11 @@ def restore_models(
                 f"{path} cannot decode in an ensemble with {paths[0]}: their tokenizers differ "
                 "(ensemble members must be trained with the same tokenizer files)"
             )
-        if other_config.data.source_style != config.data.source_style:
+        style, other_style = (c["data"]["corpus"]["source_style"] for c in (config, other_config))
+        if other_style != style:
             raise CheckpointError(
                 f"{path} cannot decode in an ensemble with {paths[0]}: source style "
-                f"{other_config.data.source_style!r} != {config.data.source_style!r}"
+                f"{other_style!r} != {style!r}"
             )
     if len(restored) > 1:
         model = Ensemble([member for member, *_ in restored])
@@ -108,7 +97,7 @@ class Translator:
         model: Seq2SeqTransformer | Ensemble,
         src_tok: BPETokenizer,
         tgt_tok: BPETokenizer,
-        decode: DecodeConfig,
+        decode: DecodingConfig,
         joiner: str = "",
         use_cache: bool = True,
         source_style: str = "raw",
@@ -136,7 +125,7 @@ class Translator:
         cls,
         path: str | Path,
         device: str = "auto",
-        decode: DecodeConfig | None = None,
+        decode: DecodingConfig | None = None,
         ensemble: Sequence[str | Path] = (),
         **overrides: int,
     ) -> Translator:
@@ -146,14 +135,15 @@ class Translator:
         next-token probabilities (see `ensemble.py`).
         """
         model, src_tok, tgt_tok, config = restore_models([path, *ensemble], resolve_device(device))
-        decode = replace(decode or config.decode, **overrides)  # re-validates
+        decode = replace(decode or to_schema(config["decoding"], DecodingConfig), **overrides)
+        corpus = config["data"]["corpus"]
         return cls(
             model,
             src_tok,
             tgt_tok,
             decode,
-            joiner_for(config.data.tgt_lang),
-            source_style=config.data.source_style,
+            joiner_for(corpus["tgt_lang"]),
+            source_style=corpus["source_style"],
         )
 
     def translate(self, texts: Sequence[str]) -> list[Translation]:
@@ -163,12 +153,14 @@ class Translator:
             for index, text in enumerate(texts)
             for ids in self._pieces(prepare_source(_clean(text), self.source_style))
         ]
-        results: list[list[Hypothesis]] = [[] for _ in pieces]
-        for batch in self._batches([ids for _, ids in pieces]):
-            for position, nbest in zip(
-                batch, self._search([pieces[i][1] for i in batch]), strict=True
-            ):
-                results[position] = nbest
+        results = decode_pieces(
+            self.model,
+            [ids for _, ids in pieces],
+            self.src_tok,
+            self.tgt_tok,
+            self.decode,
+            use_cache=self.use_cache,
+        )
 
         per_text: list[list[list[Hypothesis]]] = [[] for _ in texts]
         for (index, _), nbest in zip(pieces, results, strict=True):
@@ -193,44 +185,6 @@ class Translator:
             else:
                 current += part
         return pieces + self._pieces(current)
-
-    def _batches(self, pieces: list[list[int]]) -> list[list[int]]:
-        """Positions of `pieces`, grouped by length so that padded source tokens x beams stay
-        within `decode.batch_tokens` (a piece over the budget alone is a batch of one)."""
-        order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
-        batches: list[list[int]] = []
-        for position in order:
-            padded = (len(pieces[position]) + 1) * self.decode.beam_size  # +1: the EOS
-            if batches and (len(batches[-1]) + 1) * padded <= self.decode.batch_tokens:
-                batches[-1].append(position)  # sorted, so this piece is the batch's longest
-            else:
-                batches.append([position])
-        return batches
-
-    def _search(self, pieces: list[list[int]]) -> list[list[Hypothesis]]:
-        longest = max(len(ids) for ids in pieces) + 1
-        src = torch.full((len(pieces), longest), self.src_tok.pad_id, dtype=torch.long)
-        for row, ids in enumerate(pieces):
-            src[row, : len(ids) + 1] = torch.tensor([*ids, self.src_tok.eos_id])
-        src = src.to(self.device)
-        src_mask = src != self.src_tok.pad_id  # (pieces, longest), True at real tokens
-        cfg = self.decode
-        limits = {"max_len_a": cfg.max_len_a, "max_len_b": cfg.max_len_b}
-        common = {"no_repeat_ngram_size": cfg.no_repeat_ngram_size, "use_cache": self.use_cache}
-        if cfg.beam_size == 1:
-            hyps = greedy_search(self.model, src, src_mask, self.tgt_tok, **limits, **common)
-            return [[hyp] for hyp in hyps]
-        return beam_search(
-            self.model,
-            src,
-            src_mask,
-            self.tgt_tok,
-            beam_size=cfg.beam_size,
-            nbest=cfg.nbest,
-            alpha=cfg.length_penalty,
-            **limits,
-            **common,
-        )
 
     def _combine(self, piece_results: list[list[Hypothesis]]) -> list[Candidate]:
         """The i-th candidate of a split input joins the i-th hypotheses of its pieces."""

@@ -1,12 +1,6 @@
-"""Evaluation: sacreBLEU metrics for Japanese (`metrics.py`) and the evaluation report
-(`report.py`); `evaluate_cli.py` is `scripts/evaluate.py`."""
+"""The evaluation stage: sacreBLEU scores for Japanese and the evaluation report.
 
-from llm_from_scratch.evaluation.metrics import (
-    CorpusScores,
-    MetricError,
-    bleu,
-    corpus_scores,
-    japanese_bleu,
-)
-
-__all__ = ["CorpusScores", "MetricError", "bleu", "corpus_scores", "japanese_bleu"]
+metrics.py  BLEU (ja-mecab), chrF, character BLEU, with their signatures
+report.py   metrics.json, hypotheses.txt, BLEU by source length
+curves.py   learning curves from TensorBoard logs
+"""

@@ -1,7 +1,12 @@
-"""Encoder–decoder Transformer with incremental decoding; see `transformer.py`."""
+"""The model stage: an encoder–decoder Transformer with incremental decoding.
 
-from llm_from_scratch.model.cache import DecoderCache
-from llm_from_scratch.model.config import ModelConfig
-from llm_from_scratch.model.transformer import Seq2SeqTransformer
+    config.py       ModelConfig, the `model` config group
+    masks.py        bool masks, True = may attend
+    attention.py    multi-head attention with a key/value cache
+    layers.py       embeddings, encoder and decoder layers
+    transformer.py  Seq2SeqTransformer
+    cache.py        DecoderCache, the state of incremental decoding
+    reference.py    the same model on torch.nn.Transformer (tests and benchmarks)
 
-__all__ = ["DecoderCache", "ModelConfig", "Seq2SeqTransformer"]
+Like every stage package, this one re-exports nothing: import names from their modules.
+"""

@@ -1,6 +1,9 @@
-"""From-scratch BPE tokenizer: character BPE with byte fallback (see `bpe.py`)."""
+"""The tokenizer stage: character BPE with byte fallback, trained from scratch.
 
-from llm_from_scratch.tokenizer.bpe import BPETokenizer
-from llm_from_scratch.tokenizer.file_format import TokenizerError
-
-__all__ = ["BPETokenizer", "TokenizerError"]
+bpe.py            BPETokenizer: train, encode, decode, save/load as versioned JSON
+bpe_training.py   the merge-learning loop
+file_format.py    the JSON file format and its checks (TokenizerError)
+pretokenize.py    normalization and the pre-tokenizers
+special_tokens.py the special tokens, the only place their ids are fixed
+config.py         TokenizerConfig, the `tokenizer` config group
+"""

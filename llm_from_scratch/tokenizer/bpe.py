@@ -307,7 +307,18 @@ class BPETokenizer:
 
     def to_json(self) -> str:
         """The canonical JSON text of the tokenizer: what `save` writes (see file_format.py)."""
-        return file_format.canonical_json(file_format.to_dict(self))
+        return file_format.canonical_json(
+            {
+                "format": file_format.FORMAT,
+                "version": file_format.VERSION,
+                "normalization": self.normalization,
+                "pretokenizer": {"name": self.pretokenizer, "pattern": self.pattern},
+                "special_tokens": self.special_tokens,
+                "alphabet": self.alphabet,
+                "merges": [list(pair) for pair in self.merge_pairs],
+                "training_options": self.training_options,
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str, origin: str = "tokenizer JSON") -> BPETokenizer:

@@ -20,7 +20,6 @@ class TokenizerConfig:
     normalization: str = "nfkc"
     pretokenizer: str = "okurigana"  # how text is cut before BPE: see tokenizer/pretokenize.py
     special_tokens: list[str] = field(default_factory=list)  # user-defined, after <pad> <bos> <eos>
-    dir: str = "data/tokenizers"
 
     def __post_init__(self) -> None:
         check_training_options(

@@ -15,14 +15,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.tokenizer.pretokenize import NORMALIZATIONS
 from llm_from_scratch.tokenizer.special_tokens import RESERVED
-
-if TYPE_CHECKING:
-    from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 FORMAT = "llm-from-scratch-bpe"
 VERSION = 1
@@ -31,19 +28,6 @@ NUM_BYTES = 256  # byte tokens, implicit in the file: they follow the special to
 
 class TokenizerError(UserError):
     """A tokenizer cannot be trained with these settings, or its file cannot be read."""
-
-
-def to_dict(tok: BPETokenizer) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "normalization": tok.normalization,
-        "pretokenizer": {"name": tok.pretokenizer, "pattern": tok.pattern},
-        "special_tokens": tok.special_tokens,
-        "alphabet": tok.alphabet,
-        "merges": [list(pair) for pair in tok.merge_pairs],
-        "training_options": tok.training_options,
-    }
 
 
 def canonical_json(data: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from llm_from_scratch.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 SNAPSHOT_DIR = "snapshots"
 

@@ -8,11 +8,11 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from llm_from_scratch.training.config import TrainerConfig
+from llm_from_scratch.training.config import TrainingConfig
 
 
 def build_optimizer(
-    model: nn.Module, cfg: TrainerConfig, device: torch.device
+    model: nn.Module, cfg: TrainingConfig, device: torch.device
 ) -> torch.optim.AdamW:
     """Decay matrices (linear and embedding weights); biases and LayerNorm gains are left alone."""
     parameters = [p for p in model.parameters() if p.requires_grad]
@@ -25,7 +25,7 @@ def build_optimizer(
     )
 
 
-def lr_multiplier(step: int, cfg: TrainerConfig) -> float:
+def lr_multiplier(step: int, cfg: TrainingConfig) -> float:
     """Fraction of `cfg.lr` at optimizer step `step` (0-based): linear warm-up, then the decay.
 
     inverse_sqrt is the paper's schedule with its peak at the end of warm-up set to `cfg.lr`;
@@ -41,5 +41,5 @@ def lr_multiplier(step: int, cfg: TrainerConfig) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def build_scheduler(optimizer: torch.optim.Optimizer, cfg: TrainerConfig) -> LambdaLR:
+def build_scheduler(optimizer: torch.optim.Optimizer, cfg: TrainingConfig) -> LambdaLR:
     return LambdaLR(optimizer, lambda step: lr_multiplier(step, cfg))

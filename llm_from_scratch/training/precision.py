@@ -1,4 +1,4 @@
-"""Device and mixed-precision selection: the AMP set-up in one place."""
+"""Mixed-precision selection: the AMP set-up in one place."""
 
 from __future__ import annotations
 
@@ -37,16 +37,6 @@ class Precision:
         return torch.amp.GradScaler(self.device.type, enabled=self.name == "fp16")
 
 
-def select_device(requested: str) -> torch.device:
-    """`auto`: the current CUDA device when there is one, else the CPU."""
-    if requested == "auto":
-        return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    device = torch.device(requested)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"trainer.device={requested!r} but CUDA is not available here")
-    return device
-
-
 def select_precision(requested: str, device: torch.device) -> Precision:
     """`auto`: bf16 where the hardware computes it natively and faster, fp16 on older GPUs, else
     fp32."""
@@ -56,12 +46,12 @@ def select_precision(requested: str, device: torch.device) -> Precision:
         else:
             requested = "bf16" if cpu_bf16_is_faster() else "fp32"
     if requested == "fp16" and device.type == "cpu":
-        raise ConfigError("trainer.precision=fp16 needs a GPU; use bf16 or fp32 on a CPU")
+        raise ConfigError("training.precision=fp16 needs a GPU; use bf16 or fp32 on a CPU")
     if requested == "bf16" and device.type == "cpu" and not cpu_supports_bf16():
-        # Measured on an AVX2-only EPYC: a bf16 GEMM ran at 1 GFLOP/s against 157 in fp32.
+        # Without native instructions bf16 is emulated, orders of magnitude slower than fp32.
         log.warning(
-            "trainer.precision=bf16, but this CPU has no native bf16 (AVX-512-bf16 or AMX): "
-            "emulated bf16 is over 100x slower than fp32 here; use trainer.precision=auto or fp32"
+            "training.precision=bf16, but this CPU has no native bf16 (AVX-512-bf16 or AMX): "
+            "emulated bf16 is far slower than fp32 here; use training.precision=auto or fp32"
         )
     return Precision(device, requested)
 
@@ -76,11 +66,8 @@ def cpu_supports_bf16() -> bool:
 
 @functools.cache
 def cpu_bf16_is_faster() -> bool:
-    """Time bf16 against fp32 matrix products here, since native bf16 does not imply faster.
-
-    On a 2-core Xeon VM with AVX-512-bf16 but no AMX, bf16 ran at 145 GFLOP/s against 280 in fp32
-    and trained at half the speed; on the README's results CPU bf16 trains 2.3x faster than fp32.
-    """
+    """Time bf16 against fp32 matrix products here, since native bf16 does not imply faster:
+    some CPUs with AVX-512-bf16 but no AMX multiply bf16 more slowly than fp32."""
     if not cpu_supports_bf16():
         return False
     speedup = cpu_bf16_speedup()

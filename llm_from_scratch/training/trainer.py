@@ -1,4 +1,4 @@
-"""The training loop: `train(config)` is what `make train` runs.
+"""The training loop: `Trainer(config, data).fit()`, which `make train` runs.
 
 One optimizer step consumes `accumulation_steps` token-budget batches; their summed losses are
 divided by the target tokens of all of them (across DDP ranks too), so accumulation and more ranks
@@ -16,36 +16,33 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import datasets
 import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from llm_from_scratch.config import TrainConfig
+from llm_from_scratch.checkpoint import (
+    build_model,
+    check_compatible,
+    inference_state,
+    load_checkpoint,
+    load_weights,
+    save_checkpoint,
+)
 from llm_from_scratch.data.batch import Batch
-from llm_from_scratch.data.datamodule import DataModule, build_data
+from llm_from_scratch.data.datamodule import DataModule
+from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.model import Seq2SeqTransformer
 from llm_from_scratch.training.averaging import (
     average_checkpoints,
     snapshot_path,
     snapshot_paths,
 )
-from llm_from_scratch.training.checkpoint import (
-    check_compatible,
-    inference_state,
-    load_checkpoint,
-    save_checkpoint,
-)
-from llm_from_scratch.training.distributed import (
-    Distributed,
-    init_distributed,
-    shutdown_distributed,
-)
+from llm_from_scratch.training.config import RunConfig
+from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler
-from llm_from_scratch.training.precision import Precision, select_device, select_precision
+from llm_from_scratch.training.precision import Precision, select_precision
 from llm_from_scratch.training.validation import Validator
 
 logger = logging.getLogger(__name__)
@@ -111,12 +108,12 @@ class LogWindow:
 
 
 class Trainer:
-    def __init__(self, config: TrainConfig, data: DataModule, dist: Distributed | None = None):
+    def __init__(self, config: RunConfig, data: DataModule, dist: Distributed | None = None):
         self.config = config
-        self.cfg = config.trainer
+        self.cfg = config.training
         self.data = data
         self.dist = dist or Distributed()
-        device = select_device(self.cfg.device)
+        device = resolve_device(self.cfg.device, "training.device")
         if device.type == "cuda" and self.dist.enabled:
             device = torch.device("cuda", self.dist.local_rank)
         precision = select_precision(self.cfg.precision, device)
@@ -126,18 +123,14 @@ class Trainer:
         self.device = device
         torch.manual_seed(self.cfg.seed)
         random.seed(self.cfg.seed)
-        self.model = Seq2SeqTransformer(
-            config.model,
-            src_vocab_size=data.src_tok.vocab_size,
-            tgt_vocab_size=data.tgt_tok.vocab_size,
-            pad_id=data.tgt_tok.pad_id,
-            shared_vocab=config.tokenizer.shared,
+        self.model = build_model(
+            config.model, data.src_tok, data.tgt_tok, shared_vocab=config.tokenizer.shared
         ).to(device)
         self.optimizer = build_optimizer(self.model, self.cfg, device)
         self.scheduler = build_scheduler(self.optimizer, self.cfg)
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
-        self.run_dir = Path(self.cfg.run_dir)
+        self.run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
         self.forward_model: torch.nn.Module = self.model
         if self.dist.enabled:
             ids = [device.index] if device.type == "cuda" else None
@@ -285,8 +278,8 @@ class Trainer:
         if self.progress.nonfinite_in_a_row >= self.cfg.max_nonfinite:
             raise TrainingError(
                 f"{self.progress.nonfinite_in_a_row} non-finite updates in a row at step "
-                f"{self.progress.step}: lower trainer.lr, raise trainer.warmup_steps, or use "
-                "trainer.precision=fp32"
+                f"{self.progress.step}: lower training.lr, raise training.warmup_steps, or use "
+                "training.precision=fp32"
             )
 
     def _should_stop(self) -> bool:
@@ -365,8 +358,8 @@ class Trainer:
         if not path.exists():
             return
         state = load_checkpoint(path, map_location=self.device)
-        check_compatible(state, self.config, self.data.src_tok, self.data.tgt_tok, path)
-        self.model.load_state_dict(state["model"])
+        check_compatible(state, self.config.model, self.data.src_tok, self.data.tgt_tok, path)
+        load_weights(self.model, state["model"], str(path))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self._keep_saved_precision(state.get("precision"))
@@ -389,7 +382,7 @@ class Trainer:
         logger.info(
             "precision auto: continuing in %s, the precision %s started with",
             saved,
-            self.cfg.run_dir,
+            self.run_dir,
         )
         self.precision = select_precision(saved, self.device)
         self.scaler = self.precision.grad_scaler()
@@ -400,37 +393,8 @@ class Trainer:
             "model.d_model": config.model.d_model,
             "model.layers": config.model.n_encoder_layers + config.model.n_decoder_layers,
             "tokenizer.vocab_size": config.tokenizer.vocab_size,
-            "trainer.lr": self.cfg.lr,
-            "trainer.label_smoothing": self.cfg.label_smoothing,
-            "data.batch_tokens": config.data.batch_tokens,
+            "training.lr": self.cfg.lr,
+            "training.label_smoothing": self.cfg.label_smoothing,
+            "data.loading.batch_tokens": config.data.loading.batch_tokens,
             "precision": self.precision.name,
         }
-
-
-def train(config: TrainConfig) -> dict[str, float]:
-    """Build the data and the model, train, and return the final dev metrics."""
-    dist = init_distributed(select_device(config.trainer.device).type)
-    logging.basicConfig(level=logging.INFO if dist.is_main else logging.WARNING)
-    datasets.disable_progress_bars()  # the log says what the data stage did
-    if not dist.is_main:
-        dist.barrier()  # let the main process train the tokenizers and fill the cache first
-    data = build_data(config.data, config.tokenizer)
-    if dist.is_main:
-        dist.barrier()
-    trainer = Trainer(config, data, dist)
-    if dist.is_main:
-        logger.info(
-            "model: %s parameters; device %s, precision %s; run directory %s",
-            f"{trainer.model.num_parameters():,}",
-            trainer.device,
-            trainer.precision.name,
-            trainer.run_dir,
-        )
-    try:
-        metrics = trainer.fit()
-    finally:
-        shutdown_distributed()
-    if dist.is_main:
-        summary = ", ".join(f"{name} {value:.2f}" for name, value in metrics.items())
-        print(f"step {trainer.progress.step}: dev {summary}; checkpoints in {trainer.run_dir}")
-    return metrics

@@ -15,10 +15,12 @@ import torch
 from hydra import compose, initialize_config_dir
 from torch.nn.utils.rnn import pad_sequence
 
-from llm_from_scratch.config import TrainConfig, resolve
-from llm_from_scratch.model import ModelConfig, Seq2SeqTransformer
-from llm_from_scratch.tokenizer import BPETokenizer
-from llm_from_scratch.training.checkpoint import inference_state, save_checkpoint
+from llm_from_scratch.checkpoint import inference_state, save_checkpoint
+from llm_from_scratch.programs.train import TrainConfig
+from llm_from_scratch.schema import to_schema as resolve
+from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 TINY = ModelConfig(

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from llm_from_scratch.model import Seq2SeqTransformer
-from llm_from_scratch.tokenizer import BPETokenizer
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 from .builders import random_sources, save_tiny_checkpoint, train_copy_model
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from llm_from_scratch.decoding.config import DecodeConfig
+from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.errors import ConfigError
 
 DECODE_DIR = Path(__file__).resolve().parents[2] / "configs" / "decode"
@@ -16,13 +16,13 @@ DECODE_DIR = Path(__file__).resolve().parents[2] / "configs" / "decode"
 @pytest.mark.parametrize("path", sorted(DECODE_DIR.glob("*.yaml")), ids=lambda p: p.stem)
 def test_yaml_options_match_the_schema(path):
     values = OmegaConf.to_container(OmegaConf.load(path))
-    assert set(values) == set(DecodeConfig.__dataclass_fields__)
-    DecodeConfig(**values)
+    assert set(values) == set(DecodingConfig.__dataclass_fields__)
+    DecodingConfig(**values)
 
 
 def test_greedy_option_is_beam_size_one():
     values = OmegaConf.to_container(OmegaConf.load(DECODE_DIR / "greedy.yaml"))
-    assert DecodeConfig(**values).beam_size == 1
+    assert DecodingConfig(**values).beam_size == 1
 
 
 @pytest.mark.parametrize(
@@ -39,4 +39,4 @@ def test_greedy_option_is_beam_size_one():
 )
 def test_invalid_values_are_named(values, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
-        DecodeConfig(**values)
+        DecodingConfig(**values)

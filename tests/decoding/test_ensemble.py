@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 import torch
 
+from llm_from_scratch.checkpoint import CheckpointError
 from llm_from_scratch.decoding.beam import length_penalty
-from llm_from_scratch.decoding.config import DecodeConfig
+from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ensemble import Ensemble
 from llm_from_scratch.decoding.translator import Translator
-from llm_from_scratch.model import Seq2SeqTransformer
-from llm_from_scratch.tokenizer import BPETokenizer
-from llm_from_scratch.training.checkpoint import CheckpointError
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 from .builders import TINY, pad_batch, save_tiny_checkpoint
 from .test_search import beam, greedy
@@ -93,7 +93,7 @@ def test_members_with_different_vocabularies_are_refused(copy_model, tokenizer):
 
 def test_translator_ensembles_checkpoints_with_the_same_tokenizers(checkpoint, tmp_path):
     texts = ["the cat sat.", "a dog ran to the park."]
-    greedy_decode = DecodeConfig(beam_size=1)
+    greedy_decode = DecodingConfig(beam_size=1)
     single = Translator.from_checkpoint(checkpoint, "cpu", greedy_decode)
     doubled = Translator.from_checkpoint(checkpoint, "cpu", greedy_decode, ensemble=[checkpoint])
     assert isinstance(doubled.model, Ensemble)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.decoding import translate_cli
+from llm_from_scratch.checkpoint import CheckpointError
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.training.checkpoint import CheckpointError
+from llm_from_scratch.programs import translate as translate_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from llm_from_scratch.decoding.config import DecodeConfig
+from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import InputError, Translator
 
-GREEDY = DecodeConfig(beam_size=1, length_penalty=0.0, max_len_a=1.0, max_len_b=5)
+GREEDY = DecodingConfig(beam_size=1, length_penalty=0.0, max_len_a=1.0, max_len_b=5)
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_split_input_joins_the_translations_of_its_pieces(translator):
 
 
 def test_batches_respect_the_token_budget(copy_model, tokenizer):
-    decode = DecodeConfig(beam_size=2, nbest=1, batch_tokens=60)
+    decode = DecodingConfig(beam_size=2, nbest=1, batch_tokens=60)
     translator = Translator(copy_model, tokenizer, tokenizer, decode)
     pieces = [[5] * n for n in (3, 9, 1, 14, 6, 2, 30, 7)]
     batches = translator._batches(pieces)
@@ -59,13 +59,13 @@ def test_batches_respect_the_token_budget(copy_model, tokenizer):
 
 def test_batch_size_does_not_change_translations(copy_model, tokenizer):
     texts = ["the cat sat.", "a dog ran to the park.", "これはテストです。", "mat", "the the"]
-    small = Translator(copy_model, tokenizer, tokenizer, DecodeConfig(beam_size=3, batch_tokens=1))
-    large = Translator(copy_model, tokenizer, tokenizer, DecodeConfig(beam_size=3))
+    small = Translator(copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3, batch_tokens=1))
+    large = Translator(copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3))
     assert [t.text for t in small.translate(texts)] == [t.text for t in large.translate(texts)]
 
 
 def test_nbest_candidates_are_best_first(copy_model, tokenizer):
-    decode = DecodeConfig(beam_size=4, nbest=3)
+    decode = DecodingConfig(beam_size=4, nbest=3)
     translation = Translator(copy_model, tokenizer, tokenizer, decode).translate(["the cat"])[0]
     scores = [c.score for c in translation.candidates]
     assert len(scores) == 3

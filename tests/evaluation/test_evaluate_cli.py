@@ -8,9 +8,9 @@ import pytest
 
 from llm_from_scratch.decoding.translator import Candidate, Translation
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.evaluation import evaluate_cli
 from llm_from_scratch.evaluation.metrics import bleu
-from llm_from_scratch.tokenizer import BPETokenizer
+from llm_from_scratch.programs import evaluate as evaluate_cli
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from tests.decoding.builders import save_tiny_checkpoint
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from llm_from_scratch.model import ModelConfig, Seq2SeqTransformer
+from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
 
 PAD_ID = 0
 SRC_VOCAB = 37

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llm_from_scratch.model import Seq2SeqTransformer
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
 
 from .builders import SRC_VOCAB, TGT_VOCAB, build_model, padded_batch
 

@@ -5,7 +5,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.model import ModelConfig
+from llm_from_scratch.model.config import ModelConfig
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "model"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llm_from_scratch.model import ModelConfig, Seq2SeqTransformer
+from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
 
 from .builders import PAD_ID, SRC_VOCAB, TGT_VOCAB, build_model, padded_batch
 

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.tokenizer import BPETokenizer, TokenizerError
 from llm_from_scratch.tokenizer import bpe as bpe_module
-from llm_from_scratch.tokenizer.bpe import NUM_BYTES
+from llm_from_scratch.tokenizer.bpe import NUM_BYTES, BPETokenizer
 from llm_from_scratch.tokenizer.bpe_training import learn_merges
+from llm_from_scratch.tokenizer.file_format import TokenizerError
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD
 from tests.tokenizer.reference_bpe import naive_encode, naive_merges
 

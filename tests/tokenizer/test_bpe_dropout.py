@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_from_scratch.tokenizer import BPETokenizer
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from tests.tokenizer.test_bpe import ANY_STR, SAMPLE, sample_tokenizer
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.tokenizer import BPETokenizer, TokenizerError
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from llm_from_scratch.tokenizer.file_format import TokenizerError
 
 TEXTS = ["The cat sat on the mat.", "猫がマットの上に座った。", "tabs\tand  spaces, ﾊﾝｶｸ"] * 4
 

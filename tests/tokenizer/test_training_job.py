@@ -13,9 +13,9 @@ from omegaconf import OmegaConf
 from llm_from_scratch.config import TokenizerJobConfig
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.tokenizer import BPETokenizer
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
-from llm_from_scratch.tokenizer.training_job import (
+from llm_from_scratch.programs.train_tokenizer import (
     compression_stats,
     load_or_train_tokenizers,
     read_train_texts,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.config import TrainConfig, resolve
+from llm_from_scratch.programs.train import TrainConfig
+from llm_from_scratch.schema import to_schema as resolve
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.datamodule import build_data
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 import torch
 
+from llm_from_scratch.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    restore_for_inference,
+)
 from llm_from_scratch.training.averaging import (
     average_checkpoints,
     average_state_dicts,
     snapshot_paths,
-)
-from llm_from_scratch.training.checkpoint import (
-    CheckpointError,
-    load_checkpoint,
-    restore_for_inference,
 )
 from llm_from_scratch.training.trainer import Trainer
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from llm_from_scratch.training.checkpoint import load_checkpoint
+from llm_from_scratch.checkpoint import load_checkpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from llm_from_scratch.config import TrainConfig
+from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
+from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.training import precision as precision_module
-from llm_from_scratch.training.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.training.trainer import Trainer, TrainingError
 
 

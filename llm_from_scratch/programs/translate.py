@@ -18,18 +18,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from llm_from_scratch.checkpoint import CheckpointError
 from llm_from_scratch.decoding.translator import InputError, Translation, Translator
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.training.checkpoint import CheckpointError
-
-RUNS_DIR = Path("runs")
+from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.programs.common import run_main
 
 
 def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(argv)
     overrides = {"beam_size": args.beam, "nbest": args.nbest}
     translator = Translator.from_checkpoint(
-        args.checkpoint or newest_checkpoint(RUNS_DIR),
+        args.checkpoint or newest_checkpoint(Path(PathsConfig().runs_dir)),
         device=args.device,
         ensemble=args.ensemble,
         **{key: value for key, value in overrides.items() if value is not None},
@@ -136,3 +136,8 @@ def _interactive(translator: Translator) -> None:
             _print(translator.translate([line]))
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
+
+
+def run() -> None:
+    """`scripts/translate.py`."""
+    run_main(main)

@@ -1,6 +1,6 @@
 """`scripts/evaluate.py`: translate a held-out split with a checkpoint and score it.
 
-    python scripts/evaluate.py checkpoint=runs/default/best.pt split=test decode=greedy
+    python scripts/evaluate.py checkpoint=runs/default/best.pt split=test decoding=greedy
     python scripts/evaluate.py checkpoint=runs/a/averaged.pt ensemble=[runs/b/averaged.pt]
 
 Arguments are Hydra overrides of `configs/evaluate.yaml`. Writes `hypotheses.txt` and
@@ -12,27 +12,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import MISSING
 
-from llm_from_scratch.config import resolve
+from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.corpus import detokenize_ja, is_segmented, load_split
 from llm_from_scratch.data.sources import fetch_dataset
-from llm_from_scratch.decoding.translate_cli import RUNS_DIR, newest_checkpoint
+from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import (
     Translation,
     Translator,
     joiner_for,
-    resolve_device,
     restore_models,
 )
+from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.evaluation.config import EvaluateConfig, register_evaluate_schema
 from llm_from_scratch.evaluation.metrics import bleu, corpus_scores
 from llm_from_scratch.evaluation.report import (
     REPEAT_NGRAM,
@@ -40,8 +37,36 @@ from llm_from_scratch.evaluation.report import (
     has_repeated_ngram,
     write_evaluation,
 )
+from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.programs.common import compose_config, register_schema, run_main
+from llm_from_scratch.programs.translate import newest_checkpoint
+from llm_from_scratch.schema import to_schema
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+
+@dataclass
+class EvaluateConfig:
+    """`configs/evaluate.yaml`."""
+
+    checkpoint: str | None = None  # None: the newest run's final model
+    # More checkpoints that decode together with `checkpoint`, averaging each step's next-token
+    # probabilities; they must share its tokenizers.
+    ensemble: list[str] = field(default_factory=list)
+    split: str = "test"
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    data: DataConfig | None = None  # None: the dataset the checkpoint was trained on
+    decoding: DecodingConfig = MISSING
+    device: str = "auto"  # auto: CUDA when available, else CPU
+    output_dir: str | None = None  # None: eval-<split>/ beside the checkpoint
+    limit: int | None = None  # score only the first `limit` sentences (quick checks)
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ConfigError(f"split={self.split!r} must be one of {', '.join(SPLITS)}")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"limit={self.limit} must be at least 1")
+
+
+register_schema("evaluate_schema", EvaluateConfig)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -49,14 +74,17 @@ def main(argv: Sequence[str]) -> int:
         print(__doc__)
         return 0
     config = load_config(argv)
-    checkpoint = Path(config.checkpoint) if config.checkpoint else newest_checkpoint(RUNS_DIR)
+    runs_dir = Path(config.paths.runs_dir)
+    checkpoint = Path(config.checkpoint) if config.checkpoint else newest_checkpoint(runs_dir)
     model, src_tok, tgt_tok, run = restore_models(
         [checkpoint, *config.ensemble], resolve_device(config.device)
     )
-    data = config.data or run.data
-    translator = Translator(model, src_tok, tgt_tok, config.decode, joiner_for(data.tgt_lang))
-    fetch_dataset(data)
-    pairs = load_split(data, config.split)
+    data = config.data or to_schema(run["data"], DataConfig)
+    translator = Translator(
+        model, src_tok, tgt_tok, config.decoding, joiner_for(data.corpus.tgt_lang)
+    )
+    fetch_dataset(data, config.paths)
+    pairs = load_split(data, config.split, config.paths)
     if config.limit is not None:
         pairs = pairs.select(range(min(config.limit, len(pairs))))
 
@@ -72,7 +100,7 @@ def main(argv: Sequence[str]) -> int:
         "dataset": data.name,
         "split": config.split,
         "device": str(translator.device),
-        "decode": asdict(config.decode),
+        "decoding": asdict(config.decoding),
         # Word-level BLEU only where the references keep a corpus's segmentation.
         **score(sources, translations, references, segmented=is_segmented(references)),
         "seconds": seconds,
@@ -87,13 +115,7 @@ def main(argv: Sequence[str]) -> int:
 
 def load_config(argv: Sequence[str]) -> EvaluateConfig:
     """Compose `configs/evaluate.yaml` with the overrides in `argv`."""
-    register_evaluate_schema()
-    try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            cfg = compose(config_name="evaluate", overrides=list(argv))
-    except (HydraException, OmegaConfBaseException) as error:
-        raise ConfigError(str(error).splitlines()[0]) from None
-    return resolve(cfg, EvaluateConfig)
+    return compose_config("evaluate", argv, EvaluateConfig)
 
 
 def score(
@@ -105,7 +127,7 @@ def score(
     """The scores of `metrics.json`.
 
     `segmented`: the references keep a corpus's word segmentation (small_parallel_enja with
-    data.detokenize_ja=false).
+    data.corpus.detokenize_ja=false).
     The main scores are then computed with the segmentation spaces removed from both sides, so
     that they compare with runs on unsegmented text, and BLEU on the corpus's own segmentation
     (tokenize="none") is added.
@@ -139,3 +161,8 @@ def _print_summary(metrics: dict[str, Any], output_dir: Path) -> None:
         f"{metrics[f'repeated_{REPEAT_NGRAM}gram']} with a repeated {REPEAT_NGRAM}-gram"
     )
     print(f"wrote {output_dir / 'hypotheses.txt'} and {output_dir / 'metrics.json'}")
+
+
+def run() -> None:
+    """`scripts/evaluate.py`."""
+    run_main(main)

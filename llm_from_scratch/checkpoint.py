@@ -1,0 +1,193 @@
+"""Checkpoints: plain dicts of tensors and Python values, written atomically, loaded safely.
+
+A checkpoint is self-contained for inference: besides the weights it holds the run's resolved
+config (as plain data, in the layout of the train program's config) and both tokenizers as their
+JSON text, so `translate.py` needs nothing but the file. Training state (optimizer, scheduler,
+scaler, step, sampler position, RNG states) rides along for exact resume. Everything is loadable
+with `torch.load(..., weights_only=True)`: no pickled code runs on load.
+
+This is also the one place that builds a model from its tokenizers (`build_model`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llm_from_scratch.atomic import atomic_writer
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.schema import to_data, to_schema
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
+
+# 2: config groups `training`/`decoding` (were `trainer`/`decode`) and a nested `data` config.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+
+
+class CheckpointError(UserError):
+    """A checkpoint is missing, truncated, from another format version, or does not fit the run."""
+
+
+def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
+    """Write `state` atomically: a crash mid-write never leaves half a checkpoint behind."""
+    with atomic_writer(path) as file:
+        torch.save({**state, "format_version": FORMAT_VERSION}, file)
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Load a checkpoint written by `save_checkpoint`, with a clear error for a bad file."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as error:  # torch raises several types for truncated or foreign files
+        raise CheckpointError(
+            f"checkpoint {path} cannot be read (truncated or not a checkpoint of this project): "
+            f"{str(error).splitlines()[0]}"
+        ) from None
+    version = state.get("format_version") if isinstance(state, dict) else None
+    if version not in READABLE_VERSIONS:
+        raise CheckpointError(
+            f"checkpoint {path} has format version {version!r}; this version reads "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
+        )
+    missing = [
+        key for key in ("model", "config", "tokenizers", "tokenizer_hashes") if key not in state
+    ]
+    if missing:
+        raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}: it is incomplete")
+    if version == 1:
+        state["config"] = upgrade_config_v1(state["config"])
+    return state
+
+
+def upgrade_config_v1(config: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 run config in the current layout: groups renamed, data settings nested, the
+    directories (now the `paths` group) dropped."""
+    config = dict(config)
+    config["training"] = {k: v for k, v in config.pop("trainer").items() if k != "run_dir"}
+    config["decoding"] = config.pop("decode")
+    config["tokenizer"] = {k: v for k, v in config["tokenizer"].items() if k != "dir"}
+    sections = {
+        "corpus": (
+            "format", "splits", "src_lang", "tgt_lang", "src_column", "tgt_column", "split_seed",
+            "dev_fraction", "test_fraction", "detokenize_ja", "source_style",
+        ),
+        "cleaning": ("max_tokens", "max_length_ratio"),
+        "loading": (
+            "batch_tokens", "pool_size", "shuffle_seed", "num_workers", "num_proc", "bpe_dropout"
+        ),
+    }  # fmt: skip
+    data = {k: v for k, v in config["data"].items() if k not in ("raw_dir", "cache_dir")}
+    for section, keys in sections.items():
+        data[section] = {key: data.pop(key) for key in keys if key in data}
+    config["data"] = data
+    return config
+
+
+def build_model(
+    cfg: ModelConfig, src_tokenizer: BPETokenizer, tgt_tokenizer: BPETokenizer, shared_vocab: bool
+) -> Seq2SeqTransformer:
+    """The model `cfg` describes, sized for these tokenizers."""
+    return Seq2SeqTransformer(
+        cfg,
+        src_vocab_size=src_tokenizer.vocab_size,
+        tgt_vocab_size=tgt_tokenizer.vocab_size,
+        pad_id=tgt_tokenizer.pad_id,
+        shared_vocab=shared_vocab,
+    )
+
+
+def inference_state(
+    model: Seq2SeqTransformer,
+    src_tokenizer: BPETokenizer,
+    tgt_tokenizer: BPETokenizer,
+    config: Any,
+) -> dict[str, Any]:
+    """What a checkpoint needs for translation: weights, the run's config (a dataclass) and both
+    tokenizers."""
+    return {
+        "model": model.state_dict(),
+        "config": to_data(config),
+        "tokenizers": {"src": src_tokenizer.to_json(), "tgt": tgt_tokenizer.to_json()},
+        "tokenizer_hashes": {"src": src_tokenizer.hash, "tgt": tgt_tokenizer.hash},
+    }
+
+
+def restore_tokenizers(state: dict[str, Any], origin: str) -> tuple[BPETokenizer, BPETokenizer]:
+    """The checkpoint's tokenizers, checked against the hashes it stores."""
+    tokenizers = []
+    for side in ("src", "tgt"):
+        tokenizer = BPETokenizer.from_json(
+            state["tokenizers"][side], f"{origin} ({side} tokenizer)"
+        )
+        saved = state["tokenizer_hashes"][side]
+        if tokenizer.hash != saved:
+            raise CheckpointError(
+                f"{origin}: its {side} tokenizer does not match the hash it was saved with "
+                f"({tokenizer.hash[:12]}… != {saved[:12]}…); the file was altered"
+            )
+        tokenizers.append(tokenizer)
+    return tokenizers[0], tokenizers[1]
+
+
+def restore_for_inference(
+    state: dict[str, Any], device: str | torch.device = "cpu", origin: str = "checkpoint"
+) -> tuple[Seq2SeqTransformer, BPETokenizer, BPETokenizer, dict[str, Any]]:
+    """The model (in eval mode, on `device`), the tokenizers and the run's config (plain data) of
+    a loaded checkpoint; `origin` names it in errors."""
+    config = state["config"]
+    src_tokenizer, tgt_tokenizer = restore_tokenizers(state, origin)
+    model = build_model(
+        to_schema(config["model"], ModelConfig),
+        src_tokenizer,
+        tgt_tokenizer,
+        shared_vocab=config["tokenizer"]["shared"],
+    )
+    load_weights(model, state["model"], origin)
+    return model.to(device).eval(), src_tokenizer, tgt_tokenizer, config
+
+
+def load_weights(model: torch.nn.Module, weights: dict[str, Any], origin: str) -> None:
+    """`model.load_state_dict(weights)`, with a one-line error when they do not fit."""
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as error:
+        problems = [line.strip() for line in str(error).splitlines()[1:] if line.strip()]
+        raise CheckpointError(
+            f"{origin}: its weights do not fit the model its config describes "
+            f"({problems[0] if problems else error})"
+        ) from None
+
+
+def check_compatible(
+    state: dict[str, Any],
+    model_cfg: ModelConfig,
+    src_tokenizer: BPETokenizer,
+    tgt_tokenizer: BPETokenizer,
+    path: str | Path,
+) -> None:
+    """Refuse to resume from a checkpoint whose tokenizers or model differ from this run's."""
+    differences = []
+    for side, tokenizer in (("src", src_tokenizer), ("tgt", tgt_tokenizer)):
+        saved = state["tokenizer_hashes"][side]
+        if saved != tokenizer.hash:
+            differences.append(f"{side} tokenizer hash {saved[:12]}… != {tokenizer.hash[:12]}…")
+    saved_model = state["config"]["model"]
+    current_model = to_data(model_cfg)
+    for key in sorted(set(saved_model) | set(current_model)):
+        if saved_model.get(key) != current_model.get(key):
+            differences.append(
+                f"model.{key}: {saved_model.get(key)!r} != {current_model.get(key)!r}"
+            )
+    if differences:
+        raise CheckpointError(
+            f"{path} was trained with other settings (checkpoint != this run): "
+            + "; ".join(differences)
+            + ". Use another name (or paths.run_dir) to start a new run."
+        )

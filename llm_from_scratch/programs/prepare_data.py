@@ -1,0 +1,34 @@
+"""`make data`: fetch a dataset's raw files (`make data ARGS="data=tanaka_graded"`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import hydra
+from omegaconf import MISSING, DictConfig
+
+from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.paths import PathsConfig, config_dir
+from llm_from_scratch.programs.common import exit_on_user_error, register_schema
+from llm_from_scratch.schema import to_schema
+
+
+@dataclass
+class PrepareDataConfig:
+    """`configs/prepare_data.yaml`."""
+
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    data: DataConfig = MISSING
+
+
+register_schema("prepare_data_schema", PrepareDataConfig)
+
+
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="prepare_data")
+def main(cfg: DictConfig) -> None:
+    with exit_on_user_error():
+        config = to_schema(cfg, PrepareDataConfig)
+        directory = fetch_dataset(config.data, config.paths)
+        files = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+        print(f"{config.data.name}: {len(files)} files in {directory}")

@@ -1,0 +1,37 @@
+"""Config schemas as dataclasses: Hydra composes and type-checks, `to_schema` validates.
+
+Each stage owns the schema of its config group (`llm_from_scratch/<stage>/config.py`); each
+program (`llm_from_scratch/programs/`) assembles them into the schema of its primary config and
+registers it in Hydra's ConfigStore. The dataclasses' `__post_init__` checks values and raises
+`ConfigError` naming the bad key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from llm_from_scratch.errors import ConfigError, UserError
+
+Schema = TypeVar("Schema")
+
+
+def to_schema(cfg: DictConfig | dict[str, Any], schema: type[Schema]) -> Schema:
+    """Validate a composed config (or plain data, e.g. read from a checkpoint) as `schema`."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(schema), cfg)
+        config = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as error:
+        if isinstance(error.__cause__, UserError):
+            raise error.__cause__ from None
+        raise ConfigError(str(error).splitlines()[0]) from None
+    if not isinstance(config, schema):
+        raise ConfigError(f"expected a {schema.__name__} config, got {type(config).__name__}")
+    return config
+
+
+def to_data(config: Any) -> dict[str, Any]:
+    """A schema instance as plain data (dicts, lists, scalars), e.g. to store in a checkpoint."""
+    return OmegaConf.to_container(OmegaConf.structured(config))
