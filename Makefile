@@ -1,5 +1,5 @@
 # Run `make` or `make help` for the list of targets. Hydra overrides go in ARGS:
-#   make train ARGS="model=tiny trainer.max_steps=100"
+#   make train ARGS="model=tiny training.max_steps=100"
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 

@@ -10,7 +10,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-import llm_from_scratch.config  # noqa: F401  (registers the schemas in Hydra's ConfigStore)
+# The programs register their config schemas in Hydra's ConfigStore when imported.
+import llm_from_scratch.programs.evaluate
+import llm_from_scratch.programs.prepare_data
+import llm_from_scratch.programs.train
+import llm_from_scratch.programs.train_tokenizer  # noqa: F401
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 

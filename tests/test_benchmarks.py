@@ -51,11 +51,11 @@ def _smoke_checkpoint(tmp_path: Path, corpus_mirror: Path) -> Path:
     run_dir = tmp_path / "smoke"
     overrides = [
         "experiment=smoke",
-        "trainer.max_steps=2",
-        f"trainer.run_dir={run_dir}",
-        f"data.raw_dir={tmp_path / 'raw'}",
-        f"data.cache_dir={tmp_path / 'cache'}",
-        f"tokenizer.dir={tmp_path / 'tokenizers'}",
+        "training.max_steps=2",
+        f"paths.run_dir={run_dir}",
+        f"paths.raw_dir={tmp_path / 'raw'}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"paths.tokenizer_dir={tmp_path / 'tokenizers'}",
     ]
     subprocess.run(
         [sys.executable, "scripts/train.py", *overrides],

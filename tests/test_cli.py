@@ -59,11 +59,14 @@ def test_invalid_config_is_one_line_with_exit_status_2(tmp_path):
 
 
 def test_make_data_copies_from_the_mirror(corpus_mirror, tmp_path):
+    # --old-file: never (re)install the virtual environment from here, even when pyproject.toml
+    # is newer than its stamp (with this PATH, `python3` may not be the one it was built with).
     result = run(
         "make",
         "--no-print-directory",
+        "--old-file=.venv/.installed",
         "data",
-        f"ARGS=data.raw_dir={tmp_path}",
+        f"ARGS=paths.raw_dir={tmp_path}",
         env={"DATA_MIRROR": str(corpus_mirror), "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stderr
@@ -76,7 +79,7 @@ def test_local_only_dataset_without_mirror_fails_in_one_line(tmp_path):
         sys.executable,
         "scripts/prepare_data.py",
         "data=tanaka_graded",
-        f"data.raw_dir={tmp_path}",
+        f"paths.raw_dir={tmp_path}",
         env={"PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 2

@@ -63,8 +63,8 @@ def load_extra_train(cfg: DataConfig, paths: PathsConfig) -> datasets.Dataset | 
         for path in files:
             if not path.is_file():
                 raise CorpusError(
-                    f"{path} not found: data.extra_train names it; write it first (README: "
-                    "Synthetic training pairs) or fix the path"
+                    f"{path} not found: data.extra_train names it; write it first (the README's "
+                    "Data section, Synthetic pairs) or fix the path"
                 )
         parts.append(_read_aligned(paths, *files))
     return _in_corpus_style(cfg, datasets.concatenate_datasets(parts))

@@ -108,7 +108,7 @@ class Translator:
         self.decode = decode
         self.joiner = joiner  # between the translations of the pieces of a split input
         self.use_cache = use_cache
-        self.source_style = source_style  # the training corpus's (data.source_style)
+        self.source_style = source_style  # the training corpus's (data.corpus.source_style)
         self.device = next(model.parameters()).device
         # Longest source piece (EOS excluded) whose output limit a * (n + 1) + b still fits the
         # positional table, so the limit never silently truncates a translation.

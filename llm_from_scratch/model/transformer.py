@@ -166,20 +166,22 @@ class Seq2SeqTransformer(nn.Module):
         memory: Tensor,
         src_mask: Tensor,
         cache: DecoderCache | None = None,
-        need_weights: bool = False,
-    ) -> Tensor | tuple[Tensor, Tensor | None]:
+    ) -> Tensor:
         """Target tokens (batch, tgt_len) → logits (batch, tgt_len, tgt_vocab).
 
         Without a cache, `tgt` is the whole target prefix and self-attention is causal. With one
         (from `new_cache()`), `tgt` holds only the tokens after those already cached, their
         positions continue from `cache.length`, and the cache grows in place; cross-attention
         keys/values are computed from `memory` on the first call and reused afterwards.
-        need_weights: return `(logits, cross_weights)` instead, the cross-attention weights being
-        (layers, batch, heads, tgt_len, src_len); off by default so SDPA's fused kernels run.
         """
-        hidden, cross_weights = self.decoder(tgt, memory, src_mask, cache, need_weights)
-        logits = self.output_proj(hidden)
-        return (logits, cross_weights) if need_weights else logits
+        hidden, _ = self.decoder(tgt, memory, src_mask, cache)
+        return self.output_proj(hidden)
+
+    def cross_attention(self, tgt: Tensor, memory: Tensor, src_mask: Tensor) -> Tensor:
+        """The cross-attention weights (layers, batch, heads, tgt_len, src_len) of the whole
+        target prefix `tgt` (computed outside SDPA's fused kernels, which do not return them)."""
+        _, weights = self.decoder(tgt, memory, src_mask, need_weights=True)
+        return weights
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher forcing: logits (batch, tgt_len, tgt_vocab) for every position of `tgt_in`."""

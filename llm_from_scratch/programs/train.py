@@ -8,6 +8,7 @@ A run lives in `paths.run_dir` (`runs/<name>/`); starting it again resumes from 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 import datasets
@@ -50,6 +51,7 @@ register_schema("train_schema", TrainConfig)
 
 def train(config: TrainConfig) -> dict[str, float]:
     """Build the data and the model, train, and return the final dev metrics."""
+    started_at = time.perf_counter()  # a time budget counts data and tokenizer preparation too
     dist = init_distributed(resolve_device(config.training.device, "training.device").type)
     logging.basicConfig(level=logging.INFO if dist.is_main else logging.WARNING)
     datasets.disable_progress_bars()  # the log says what the data stage did
@@ -60,7 +62,7 @@ def train(config: TrainConfig) -> dict[str, float]:
     data = build_data(config.data, src_tok, tgt_tok, config.paths)
     if dist.is_main:
         dist.barrier()
-    trainer = Trainer(config, data, dist)
+    trainer = Trainer(config, data, dist, started_at=started_at)
     if dist.is_main:
         logger.info(
             "model: %s parameters; device %s, precision %s; run directory %s",

@@ -84,7 +84,7 @@ def newest_checkpoint(runs_dir: Path) -> Path:
     """The newest run's final model: its `averaged.pt` when it kept snapshots, else `best.pt`.
 
     The newest run is the one whose `best.pt` was written last. On dev the average of the last
-    snapshots beats the best single checkpoint (see the README's results), hence the preference.
+    snapshots usually beats the best single checkpoint on dev, hence the preference.
     """
     candidates = sorted_checkpoints(runs_dir)
     if not candidates:

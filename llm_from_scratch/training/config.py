@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -14,6 +15,19 @@ from llm_from_scratch.tokenizer.config import TokenizerConfig
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 SCHEDULES = ("inverse_sqrt", "cosine")
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
+
+
+def parse_duration(text: str, key: str = "training.max_time") -> float:
+    """Seconds in `1800`, `90s`, `30m`, `1h` or `1h30m`."""
+    match = _DURATION.fullmatch(str(text).strip().lower())
+    if match is None or not any(match.groups()):
+        raise ConfigError(f"{key}={text!r} is not a duration: write e.g. 1800, 30m, 1h or 1h30m")
+    hours, minutes, seconds = (float(part) if part else 0.0 for part in match.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise ConfigError(f"{key}={text!r} must be longer than zero")
+    return total
 
 
 @dataclass
@@ -24,7 +38,9 @@ class TrainingConfig:
     compile: bool = False
     max_steps: int = 10_000
     max_epochs: int | None = None
-    max_time: float | None = None  # seconds
+    # A wall-clock budget (`1800`, `30m`, `1h`), setup included, that the run's schedule is
+    # planned to fit (training/budget.py); null trains exactly `max_steps` on any machine.
+    max_time: str | None = None
     lr: float = 1e-3
     weight_decay: float = 0.01
     schedule: str = "inverse_sqrt"
@@ -39,6 +55,10 @@ class TrainingConfig:
     log_every: int = 50
     dev_bleu_sentences: int = 500  # dev pairs decoded (greedy) for BLEU at each evaluation
     max_nonfinite: int = 20  # consecutive skipped updates (non-finite loss or gradient) tolerated
+
+    @property
+    def budget_seconds(self) -> float | None:
+        return None if self.max_time is None else parse_duration(self.max_time)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -55,10 +75,23 @@ class TrainingConfig:
         ):  # fmt: skip
             if getattr(self, key) < 1:
                 raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 1")
-        if self.keep_snapshots < 0:
-            raise ConfigError(f"training.keep_snapshots={self.keep_snapshots} must be at least 0")
-        if self.lr <= 0:
-            raise ConfigError(f"training.lr={self.lr} must be positive")
+        for key in ("keep_snapshots", "warmup_steps"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 0")
+        for key in ("max_epochs", "patience"):
+            if getattr(self, key) is not None and getattr(self, key) < 1:
+                raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 1")
+        if self.dev_bleu_sentences < 1:
+            raise ConfigError(
+                f"training.dev_bleu_sentences={self.dev_bleu_sentences} must be at least 1"
+            )
+        for key in ("lr", "clip_norm"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"training.{key}={getattr(self, key)} must be positive")
+        if self.weight_decay < 0:
+            raise ConfigError(f"training.weight_decay={self.weight_decay} must not be negative")
+        if self.max_time is not None:
+            parse_duration(self.max_time)
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ConfigError(f"training.label_smoothing={self.label_smoothing} must be in [0, 1)")
 

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
+from llm_from_scratch.training.budget import Schedule
 from llm_from_scratch.training.config import TrainingConfig
 
 
@@ -25,21 +26,22 @@ def build_optimizer(
     )
 
 
-def lr_multiplier(step: int, cfg: TrainingConfig) -> float:
-    """Fraction of `cfg.lr` at optimizer step `step` (0-based): linear warm-up, then the decay.
+def lr_multiplier(step: int, kind: str, schedule: Schedule) -> float:
+    """Fraction of the peak learning rate at optimizer step `step` (0-based): linear warm-up,
+    then the decay.
 
-    inverse_sqrt is the paper's schedule with its peak at the end of warm-up set to `cfg.lr`;
-    cosine decays to zero at `max_steps`.
+    inverse_sqrt is the paper's schedule with its peak at the end of warm-up set to the peak;
+    cosine decays to zero at the schedule's last step.
     """
     step += 1
-    warmup = max(cfg.warmup_steps, 1)
+    warmup = max(schedule.warmup_steps, 1)
     if step <= warmup:
         return step / warmup
-    if cfg.schedule == "inverse_sqrt":
+    if kind == "inverse_sqrt":
         return math.sqrt(warmup / step)
-    progress = min((step - warmup) / max(cfg.max_steps - warmup, 1), 1.0)
+    progress = min((step - warmup) / max(schedule.steps - warmup, 1), 1.0)
     return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def build_scheduler(optimizer: torch.optim.Optimizer, cfg: TrainingConfig) -> LambdaLR:
-    return LambdaLR(optimizer, lambda step: lr_multiplier(step, cfg))
+def build_scheduler(optimizer: torch.optim.Optimizer, kind: str, schedule: Schedule) -> LambdaLR:
+    return LambdaLR(optimizer, lambda step: lr_multiplier(step, kind, schedule))

@@ -8,9 +8,11 @@ give the update of one larger batch. Everything needed to continue exactly where
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 import time
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from llm_from_scratch.checkpoint import (
+    CheckpointError,
     build_model,
     check_compatible,
     inference_state,
@@ -37,6 +40,7 @@ from llm_from_scratch.training.averaging import (
     snapshot_path,
     snapshot_paths,
 )
+from llm_from_scratch.training.budget import Schedule, describe, measure_costs, plan
 from llm_from_scratch.training.config import RunConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
@@ -46,6 +50,9 @@ from llm_from_scratch.training.precision import Precision, select_precision
 from llm_from_scratch.training.validation import Validator
 
 logger = logging.getLogger(__name__)
+
+# What `last.pt` holds beyond an inference checkpoint, to continue a run exactly.
+TRAINING_STATE = ("optimizer", "scheduler", "scaler", "progress", "rng")
 
 
 class TrainingError(UserError):
@@ -60,6 +67,7 @@ class Progress:
     epoch: int = 0
     batch_in_epoch: int = 0  # batches of `epoch` this rank has consumed
     elapsed: float = 0.0  # seconds of training, summed over resumed runs
+    planned_steps: int = 0  # the step count `training.max_time` fixed; 0: not planned
     best_bleu: float = -1.0
     evals_without_improvement: int = 0
     nonfinite_in_a_row: int = 0
@@ -108,8 +116,19 @@ class LogWindow:
 
 
 class Trainer:
-    def __init__(self, config: RunConfig, data: DataModule, dist: Distributed | None = None):
+    def __init__(
+        self,
+        config: RunConfig,
+        data: DataModule,
+        dist: Distributed | None = None,
+        started_at: float | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
+        """`started_at`: `clock()` when the program started, so that a time budget counts the
+        data and tokenizer preparation too (default: now)."""
         self.config = config
+        self.clock = clock
+        self.started_at = clock() if started_at is None else started_at
         self.cfg = config.training
         self.data = data
         self.dist = dist or Distributed()
@@ -127,7 +146,8 @@ class Trainer:
             config.model, data.src_tok, data.tgt_tok, shared_vocab=config.tokenizer.shared
         ).to(device)
         self.optimizer = build_optimizer(self.model, self.cfg, device)
-        self.scheduler = build_scheduler(self.optimizer, self.cfg)
+        self.schedule = Schedule.of(self.cfg)
+        self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, self.schedule)
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
         self.run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
@@ -182,20 +202,20 @@ class Trainer:
     # ---- the loop -----------------------------------------------------------------------------
 
     def fit(self) -> dict[str, float]:
-        """Train until max_steps, max_epochs, max_time or early stopping; return dev metrics."""
+        """Train the planned steps (or until max_epochs or early stopping); return dev metrics."""
         self.resume()
-        log = RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
         validator = (
             Validator(self.model, self.data, self.precision, self.config)
             if (self.dist.is_main)
             else None
         )
-        started, window = time.perf_counter(), LogWindow()
+        self._plan_budget(validator)
+        log = RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
+        started, window = self.clock(), LogWindow()
         start_elapsed = self.progress.elapsed
         metrics: dict[str, float] = {}
         bar = tqdm(
-            # Under a time limit the step count is unknown, and an ETA from max_steps would mislead.
-            total=self.cfg.max_steps if self.cfg.max_time is None else None,
+            total=self.schedule.steps,
             initial=self.progress.step,
             disable=not self.dist.is_main,
             unit="step",
@@ -205,7 +225,7 @@ class Trainer:
             for micro_batches in self._accumulated_batches():
                 stats = self.update(micro_batches)
                 self.progress.step += 1
-                self.progress.elapsed = start_elapsed + time.perf_counter() - started
+                self.progress.elapsed = start_elapsed + self.clock() - started
                 self._guard(stats)
                 window.add(stats)
                 bar.update(1)
@@ -220,14 +240,14 @@ class Trainer:
                     log.scalars(scalars, step)
                     window = LogWindow()
                 stop = self._should_stop()
-                if step % self.cfg.eval_every == 0 or stop:
+                if step % self.schedule.eval_every == 0 or stop:
                     if validator is not None:
                         metrics = validator.run(step, log)
                         self._track_best(metrics)
                         self._save_best_if_improved(metrics)
                         window = LogWindow()  # tokens/s measures training, not validation
                     stop = self._early_stop(stop)
-                if step % self.cfg.save_every == 0 or stop:
+                if step % self.schedule.save_every == 0 or stop:
                     self.save("last.pt")
                     self._snapshot(step)
                 if stop:
@@ -284,10 +304,9 @@ class Trainer:
 
     def _should_stop(self) -> bool:
         progress, cfg = self.progress, self.cfg
-        stop = progress.step >= cfg.max_steps
+        stop = progress.step >= self.schedule.steps
         stop |= cfg.max_epochs is not None and progress.epoch >= cfg.max_epochs
-        stop |= cfg.max_time is not None and progress.elapsed >= cfg.max_time
-        return self.dist.any(stop)  # max_time can differ between ranks by a hair
+        return self.dist.any(stop)
 
     def _track_best(self, metrics: dict[str, float]) -> None:
         if metrics["bleu"] > self.progress.best_bleu:
@@ -307,6 +326,75 @@ class Trainer:
             logger.info("early stopping: no dev BLEU improvement in %d evaluations", patience)
         return self.dist.any(stop or exhausted)
 
+    # ---- the time budget ----------------------------------------------------------------------
+
+    def _plan_budget(self, validator: Validator | None) -> None:
+        """Under `training.max_time`, fix the run's step count before its first step."""
+        budget = self.cfg.budget_seconds
+        if budget is None or self.progress.planned_steps or self.progress.step:
+            return  # no budget, or a resumed run: it keeps the schedule it started with
+        costs, tokens_per_second = self._probe(validator)
+        seconds_left = budget - (self.clock() - self.started_at)
+        steps = plan(self.cfg, seconds_left, costs).steps if self.dist.is_main else 0
+        schedule = Schedule.of(self.cfg, self.dist.sum(steps))  # rank 0's plan, on every rank
+        self._use_schedule(schedule)
+        self.progress.planned_steps = schedule.steps
+        if self.dist.is_main:
+            logger.info("%s", describe(schedule, Schedule.of(self.cfg), budget, tokens_per_second))
+
+    def _use_schedule(self, schedule: Schedule) -> None:
+        self.schedule = schedule
+        self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
+
+    def _probe(self, validator: Validator | None):
+        """Time a few updates on the run's first batches, a validation and a save, then put back
+        every state they touched: the run then starts exactly as it would have without them."""
+        saved = {
+            "model": copy.deepcopy(self.model.state_dict()),
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "rng": _rng_state(),
+        }
+        batches = self._probe_batches()
+        probe_file = self.run_dir / ".budget-probe.pt"
+
+        def run_step() -> int:
+            group = next(batches)
+            self.update(group)
+            return sum(batch.src_tokens + batch.tgt_tokens for batch in group)
+
+        def save() -> None:
+            if self.dist.is_main:
+                save_checkpoint(probe_file, self.state())
+                probe_file.unlink()
+
+        def rehearse() -> None:
+            if validator is not None:
+                validator.rehearse()
+
+        try:
+            return measure_costs(run_step, rehearse, save, self.cfg.keep_snapshots, self.clock)
+        finally:
+            self.model.load_state_dict(saved["model"])
+            self.optimizer.load_state_dict(saved["optimizer"])
+            self.scheduler.load_state_dict(saved["scheduler"])
+            self.scaler.load_state_dict(saved["scaler"])
+            _set_rng_state(saved["rng"])
+
+    def _probe_batches(self) -> Iterator[list[Batch]]:
+        """The first training batches, grouped for accumulation, round and round."""
+        while True:
+            loader = self.data.train_loader(
+                0, rank=self.dist.rank, world_size=self.dist.world_size, device=self.device
+            )
+            group: list[Batch] = []
+            for batch in loader:
+                group.append(batch)
+                if len(group) == self.cfg.accumulation_steps:
+                    yield group
+                    group = []
+
     # ---- checkpoints --------------------------------------------------------------------------
 
     def state(self, metrics: dict[str, float] | None = None) -> dict[str, Any]:
@@ -318,11 +406,7 @@ class Trainer:
             precision=self.precision.name,
             progress=asdict(self.progress),
             metrics=metrics or {},
-            rng={
-                "torch": torch.get_rng_state(),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-                "python": list(random.getstate()[1]),
-            },
+            rng=_rng_state(),
         )
         return state
 
@@ -358,17 +442,23 @@ class Trainer:
         if not path.exists():
             return
         state = load_checkpoint(path, map_location=self.device)
+        missing = [key for key in TRAINING_STATE if key not in state]
+        if missing:
+            raise CheckpointError(
+                f"{path} is not a training checkpoint (it lacks {', '.join(missing)}): a "
+                "weights-only file (a snapshot, averaged.pt) cannot resume training; move it "
+                "away, or use another name (or paths.run_dir) to start a new run"
+            )
         check_compatible(state, self.config.model, self.data.src_tok, self.data.tgt_tok, path)
         load_weights(self.model, state["model"], str(path))
+        self.progress = Progress(**state["progress"])
+        if self.progress.planned_steps:
+            self._use_schedule(Schedule.of(self.cfg, self.progress.planned_steps))
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self._keep_saved_precision(state.get("precision"))
         self.scaler.load_state_dict(state["scaler"])
-        self.progress = Progress(**state["progress"])
-        torch.set_rng_state(state["rng"]["torch"].cpu())
-        if state["rng"]["cuda"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all([s.cpu() for s in state["rng"]["cuda"]])
-        random.setstate((3, tuple(state["rng"]["python"]), None))
+        _set_rng_state(state["rng"])
         if self.dist.is_main:
             logger.info("resumed %s at step %d", path, self.progress.step)
 
@@ -398,3 +488,18 @@ class Trainer:
             "data.loading.batch_tokens": config.data.loading.batch_tokens,
             "precision": self.precision.name,
         }
+
+
+def _rng_state() -> dict[str, Any]:
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "python": list(random.getstate()[1]),
+    }
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"].cpu())
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+    random.setstate((3, tuple(state["python"]), None))

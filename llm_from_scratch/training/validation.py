@@ -62,6 +62,29 @@ class Validator:
         self.model.train()
         return metrics
 
+    @torch.no_grad()
+    def rehearse(self) -> None:
+        """A validation's work, to time it before training: the dev loss pass, and greedy
+        decoding of the BLEU sentences with outputs as long as their references on average (an
+        untrained model runs every output to the length limit, which a trained one rarely does)."""
+        self.model.eval()
+        for batch in self.data.eval_loader("dev", self.precision.device):
+            batch = batch.to(self.precision.device)
+            with self.precision.autocast():
+                self.model(batch.src, batch.src_mask, batch.tgt_in)
+        lengths = self.bleu_subset.select_columns(["src_len", "tgt_len"])
+        ratio = sum(lengths["tgt_len"]) / max(sum(lengths["src_len"]), 1)
+        like_references = replace(self.greedy, max_len_a=ratio, max_len_b=1)
+        with self.precision.autocast():
+            decode_pieces(
+                self.model,
+                self.bleu_subset["src_ids"],
+                self.data.src_tok,
+                self.data.tgt_tok,
+                like_references,
+            )
+        self.model.train()
+
     def translate(self, src_ids: list[list[int]]) -> list[str]:
         """Greedy translations of tokenized sources, in their order."""
         with self.precision.autocast():
@@ -89,6 +112,6 @@ class Validator:
         tgt_in = torch.tensor([[tgt_tok.bos_id, *example["tgt_ids"]]], device=device)
         src_mask = torch.ones_like(src, dtype=torch.bool)
         memory = self.model.encode(src, src_mask)
-        _, weights = self.model.decode(tgt_in, memory, src_mask, need_weights=True)
+        weights = self.model.cross_attention(tgt_in, memory, src_mask)
         # (layers, batch, heads, tgt_len, src_len) → (tgt_len, src_len)
         log.heatmap(f"{tag}/cross_attention", weights[-1, 0].mean(0), step)

@@ -1,14 +1,16 @@
-"""Test doubles and configs shared by the data-stage tests."""
+"""Test doubles, configs and paths shared by the data-stage tests."""
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.config import CleaningConfig, CorpusConfig, DataConfig, LoadingConfig
+from llm_from_scratch.paths import PathsConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -36,19 +38,51 @@ def word_tokenizer() -> WordTokenizer:
 
 
 @pytest.fixture
-def local_config(tmp_path: Path) -> Callable[..., DataConfig]:
-    """Builds a config reading `<raw_dir>/<name>/` (default: tmp_path), nothing to download."""
-
-    def build(name: str, **overrides: object) -> DataConfig:
-        options: dict = {"source": "local", "raw_dir": str(tmp_path), "cache_dir": str(tmp_path)}
-        return DataConfig(name=name, **{**options, **overrides})
-
-    return build
+def paths(tmp_path: Path) -> PathsConfig:
+    """Raw files read from `<tmp_path>/<name>/`; caches and tokenizers written under tmp_path."""
+    return PathsConfig(
+        root=str(tmp_path),
+        raw_dir=str(tmp_path),
+        cache_dir=str(tmp_path),
+        tokenizer_dir=str(tmp_path / "tokenizers"),
+    )
 
 
 @pytest.fixture
-def tiny_enja(local_config: Callable[..., DataConfig]) -> DataConfig:
-    """The 12/3/2-pair KyTea-segmented fixture (tests/data/fixtures/tiny_enja)."""
-    return local_config(
-        "tiny_enja", raw_dir=str(FIXTURES), detokenize_ja=True, max_tokens=12, batch_tokens=64
+def tiny_paths(paths: PathsConfig) -> PathsConfig:
+    """`paths`, but reading the raw files of the fixtures (tests/data/fixtures/<name>/)."""
+    return dataclasses.replace(paths, raw_dir=str(FIXTURES))
+
+
+def data_config(
+    name: str,
+    corpus: dict | None = None,
+    cleaning: dict | None = None,
+    loading: dict | None = None,
+    **top: object,
+) -> DataConfig:
+    """A local-only `DataConfig` (nothing to download) with the given sections' fields."""
+    return DataConfig(
+        name=name,
+        **{"source": "local", **top},
+        corpus=CorpusConfig(**(corpus or {})),
+        cleaning=CleaningConfig(**(cleaning or {})),
+        loading=LoadingConfig(**(loading or {})),
+    )
+
+
+@pytest.fixture
+def local_config() -> Callable[..., DataConfig]:
+    """Builds a local-only config: `local_config(name, corpus={...}, cleaning={...}, ...)`."""
+    return data_config
+
+
+@pytest.fixture
+def tiny_enja() -> DataConfig:
+    """The 12/3/2-pair KyTea-segmented fixture (tests/data/fixtures/tiny_enja): use `tiny_paths`."""
+    return data_config(
+        "tiny_enja",
+        corpus={"splits": {"train": "train", "dev": "dev", "test": "test"}, "detokenize_ja": True},
+        cleaning={"max_tokens": 12},
+        loading={"batch_tokens": 64},
     )

@@ -7,15 +7,17 @@ import torch
 
 from llm_from_scratch.data.batch import Batch, BPEDropout
 from llm_from_scratch.data.datamodule import DataModule, build_data
+from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 
 
 @pytest.fixture
-def data(tiny_enja, tmp_path) -> DataModule:
+def data(tiny_enja, tiny_paths) -> DataModule:
     # Several batches, so that resuming at the second one skips something.
-    tiny_enja.max_tokens, tiny_enja.max_length_ratio, tiny_enja.batch_tokens = 40, 9.0, 128
-    tiny_enja.bpe_dropout = 0.3
-    return build_data(tiny_enja, TokenizerConfig(vocab_size=400, dir=str(tmp_path / "tokenizers")))
+    tiny_enja.cleaning.max_tokens, tiny_enja.cleaning.max_length_ratio = 40, 9.0
+    tiny_enja.loading.batch_tokens, tiny_enja.loading.bpe_dropout = 128, 0.3
+    tokenizers = load_or_train_tokenizers(tiny_enja, TokenizerConfig(vocab_size=400), tiny_paths)
+    return build_data(tiny_enja, *tokenizers, tiny_paths)
 
 
 def rows_of(batches: list[Batch]) -> dict[int, tuple[list[int], list[int]]]:
@@ -62,7 +64,7 @@ def test_a_sample_over_max_tokens_keeps_the_cached_ids(data):
 
 
 def test_without_bpe_dropout_the_loader_serves_the_cached_ids(data):
-    data.cfg.bpe_dropout = 0.0
+    data.cfg.loading.bpe_dropout = 0.0
     train = data.splits["train"]
     for index, (src, tgt) in rows_of(list(data.train_loader(epoch=0))).items():
         assert (src[:-1], tgt[:-1]) == (train[index]["src_ids"], train[index]["tgt_ids"])

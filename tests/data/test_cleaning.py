@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.data.cleaning import clean, drop_masks, tokenize
-from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.config import CleaningConfig
 
 
 @pytest.mark.parametrize(
@@ -18,7 +18,7 @@ from llm_from_scratch.data.config import DataConfig
     ],
 )
 def test_each_pair_is_charged_to_the_first_reason_that_applies(src_len, tgt_len, reason):
-    cfg = DataConfig(source="local", max_tokens=10, max_length_ratio=3.0, batch_tokens=64)
+    cfg = CleaningConfig(max_tokens=10, max_length_ratio=3.0)
     masks = drop_masks(np.array([src_len]), np.array([tgt_len]), cfg)
     assert [name for name, mask in masks.items() if mask[0]] == ([reason] if reason else [])
 
@@ -38,7 +38,7 @@ def test_clean_drops_and_reports_each_reason_and_keeps_the_rest_in_order(word_to
             "tgt": ["ok ok", "x", "y", "b c d e", "ok"],
         }
     )
-    cfg = DataConfig(source="local", max_tokens=10, max_length_ratio=3.0, batch_tokens=64)
+    cfg = CleaningConfig(max_tokens=10, max_length_ratio=3.0)
     with caplog.at_level("INFO"):
         kept, report = clean(tokenize(pairs, word_tokenizer, word_tokenizer), cfg, "train")
     assert list(kept["src"]) == ["keep me", "fine pair here"]

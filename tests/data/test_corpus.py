@@ -34,50 +34,51 @@ def test_segmented_japanese_is_told_from_raw():
     assert not is_segmented(["彼 は 12 歳 だ 。", "猫がいる。", "犬だ。"])  # a stray space
 
 
-def test_parallel_split_reads_aligned_lines_and_detokenizes_only_japanese(tiny_enja):
-    train = load_split(tiny_enja, "train")
+def test_parallel_split_reads_aligned_lines_and_detokenizes_only_japanese(tiny_enja, tiny_paths):
+    train = load_split(tiny_enja, "train", tiny_paths)
     assert train.column_names == ["src", "tgt"]
     assert len(train) == 12
     assert train[1] == {"src": "he lives in new york .", "tgt": "彼はNew Yorkに住んでいる。"}
-    assert [len(load_split(tiny_enja, split)) for split in ("dev", "test")] == [3, 2]
+    assert [len(load_split(tiny_enja, split, tiny_paths)) for split in ("dev", "test")] == [3, 2]
 
 
-def test_detokenize_false_keeps_the_segmentation(tiny_enja):
-    tiny_enja.detokenize_ja = False
-    assert load_split(tiny_enja, "train")[0]["tgt"] == "私 は 緑茶 が 好き だ 。"
+def test_detokenize_false_keeps_the_segmentation(tiny_enja, tiny_paths):
+    tiny_enja.corpus.detokenize_ja = False
+    assert load_split(tiny_enja, "train", tiny_paths)[0]["tgt"] == "私 は 緑茶 が 好き だ 。"
 
 
-def test_misaligned_parallel_files_name_both_files_and_counts(tmp_path, local_config):
+def test_misaligned_parallel_files_name_both_files_and_counts(tmp_path, local_config, paths):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "train.en").write_text("one\ntwo\nthree\n")
     (tmp_path / "bad" / "train.ja").write_text("一\n二\n")
     with pytest.raises(CorpusError, match=r"train\.en has 3 lines but .*train\.ja has 2"):
-        load_split(local_config("bad"), "train")
+        load_split(local_config("bad"), "train", paths)
 
 
-def test_tsv_keeps_quotes_and_counts_blank_lines_as_empty_pairs(tmp_path, local_config):
+def test_tsv_keeps_quotes_and_counts_blank_lines_as_empty_pairs(tmp_path, local_config, paths):
     (tmp_path / "tsv").mkdir()
     (tmp_path / "tsv" / "train.tsv").write_text(
         'He said "hi".\t彼は「やあ」と言った。\n\nYes.\tはい。\n'
     )
-    cfg = local_config(
-        "tsv", format="tsv", splits={"train": "train.tsv"}, dev_fraction=0.0, test_fraction=0.0
-    )
-    assert load_split(cfg, "train").to_dict() == {
+    corpus = {"format": "tsv", "splits": {"train": "train.tsv"}}
+    cfg = local_config("tsv", corpus={**corpus, "dev_fraction": 0.0, "test_fraction": 0.0})
+    assert load_split(cfg, "train", paths).to_dict() == {
         "src": ['He said "hi".', "", "Yes."],
         "tgt": ["彼は「やあ」と言った。", "", "はい。"],
     }
 
 
-def test_tsv_line_without_exactly_one_tab_is_reported_with_its_number(tmp_path, local_config):
+def test_tsv_line_without_exactly_one_tab_is_reported_with_its_number(
+    tmp_path, local_config, paths
+):
     (tmp_path / "tsv").mkdir()
     (tmp_path / "tsv" / "train.tsv").write_text("a\tあ\nb\tい\tう\n")
-    cfg = local_config("tsv", format="tsv", splits={"train": "train.tsv"})
+    cfg = local_config("tsv", corpus={"format": "tsv", "splits": {"train": "train.tsv"}})
     with pytest.raises(CorpusError, match="first at line 2"):
-        load_split(cfg, "train")
+        load_split(cfg, "train", paths)
 
 
-def test_jsonl_uses_the_column_mapping_and_turns_null_into_empty(tmp_path, local_config):
+def test_jsonl_uses_the_column_mapping_and_turns_null_into_empty(tmp_path, local_config, paths):
     (tmp_path / "jl").mkdir()
     rows = [
         {"english": "Hello.", "japanese": "こんにちは。", "id": 1},
@@ -86,12 +87,14 @@ def test_jsonl_uses_the_column_mapping_and_turns_null_into_empty(tmp_path, local
     (tmp_path / "jl" / "all.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     cfg = local_config(
         "jl",
-        format="jsonl",
-        splits={"train": "all.jsonl", "dev": "all.jsonl"},
-        src_column="english",
-        tgt_column="japanese",
+        corpus={
+            "format": "jsonl",
+            "splits": {"train": "all.jsonl", "dev": "all.jsonl"},
+            "src_column": "english",
+            "tgt_column": "japanese",
+        },
     )
-    assert load_split(cfg, "dev").to_dict() == {
+    assert load_split(cfg, "dev", paths).to_dict() == {
         "src": ["Hello.", "Bye."],
         "tgt": ["こんにちは。", ""],
     }
@@ -112,45 +115,55 @@ def _save_hub_copy(path):
     ).save_to_disk(str(path))
 
 
-def test_hub_dataset_saved_to_disk_is_read_with_its_split_and_column_names(tmp_path, local_config):
+def test_hub_dataset_saved_to_disk_is_read_with_its_split_and_column_names(
+    tmp_path, local_config, paths
+):
     _save_hub_copy(tmp_path / "bsd")
     cfg = local_config(
         "bsd",
         source="hub",
         hub_id="ryo0634/bsd_ja_en",
-        format="hub",
-        splits={"train": "train", "dev": "validation", "test": "test"},
-        src_column="en_sentence",
-        tgt_column="ja_sentence",
+        corpus={
+            "format": "hub",
+            "splits": {"train": "train", "dev": "validation", "test": "test"},
+            "src_column": "en_sentence",
+            "tgt_column": "ja_sentence",
+        },
     )
-    assert load_split(cfg, "dev").to_dict() == {
+    assert load_split(cfg, "dev", paths).to_dict() == {
         "src": ["dev 0", "dev 1"],
         "tgt": ["dev0です", "dev1です"],
     }
-    assert len(load_split(cfg, "train")) == 5
+    assert len(load_split(cfg, "train", paths)) == 5
 
 
-def test_hub_dataset_without_the_mapped_column_names_the_available_ones(tmp_path, local_config):
+def test_hub_dataset_without_the_mapped_column_names_the_available_ones(
+    tmp_path, local_config, paths
+):
     _save_hub_copy(tmp_path / "bsd")
-    cfg = local_config("bsd", format="hub", src_column="en", tgt_column="ja")
+    cfg = local_config("bsd", corpus={"format": "hub", "src_column": "en", "tgt_column": "ja"})
     with pytest.raises(CorpusError, match=r"no column 'en', 'ja'.*en_sentence"):
-        load_split(cfg, "train")
+        load_split(cfg, "train", paths)
 
 
-def test_seeded_split_partitions_train_reproducibly(tmp_path, local_config):
+def test_seeded_split_partitions_train_reproducibly(tmp_path, local_config, paths):
     (tmp_path / "one").mkdir()
     (tmp_path / "one" / "all.tsv").write_text("".join(f"s{i}\tt{i}\n" for i in range(100)))
 
     def splits(seed):
         cfg = local_config(
             "one",
-            format="tsv",
-            splits={"train": "all.tsv"},
-            split_seed=seed,
-            dev_fraction=0.1,
-            test_fraction=0.05,
+            corpus={
+                "format": "tsv",
+                "splits": {"train": "all.tsv"},
+                "split_seed": seed,
+                "dev_fraction": 0.1,
+                "test_fraction": 0.05,
+            },
         )
-        return {name: list(load_split(cfg, name)["src"]) for name in ("train", "dev", "test")}
+        return {
+            name: list(load_split(cfg, name, paths)["src"]) for name in ("train", "dev", "test")
+        }
 
     first = splits(seed=1)
     assert [len(first[name]) for name in ("train", "dev", "test")] == [85, 10, 5]
@@ -161,26 +174,28 @@ def test_seeded_split_partitions_train_reproducibly(tmp_path, local_config):
     assert splits(seed=2)["dev"] != first["dev"]
 
 
-def test_extra_train_pairs_are_read_in_the_corpus_style(tmp_path, tiny_enja):
+def test_extra_train_pairs_are_read_in_the_corpus_style(tmp_path, tiny_enja, tiny_paths):
     (tmp_path / "extra.en").write_text("He said, \u201cI'm tired.\u201d\nOK.\n")
     (tmp_path / "extra.ja").write_text("彼 は 疲れ た と 言 っ た 。\n分か っ た 。\n")
-    tiny_enja.source_style = "lowercase_tokenized"
+    tiny_enja.corpus.source_style = "lowercase_tokenized"
     tiny_enja.extra_train = [ExtraPairs(str(tmp_path / "extra.en"), str(tmp_path / "extra.ja"))]
-    extra = load_extra_train(tiny_enja)
+    extra = load_extra_train(tiny_enja, tiny_paths)
     assert extra.to_dict() == {
         "src": ["he said , \u201ci 'm tired . \u201d", "ok ."],
         "tgt": ["彼は疲れたと言った。", "分かった。"],
     }
-    assert len(load_split(tiny_enja, "train")) == 12  # the corpus split itself is unchanged
+    assert (
+        len(load_split(tiny_enja, "train", tiny_paths)) == 12
+    )  # the corpus split itself is unchanged
 
 
-def test_extra_train_files_must_exist_and_align(tmp_path, tiny_enja):
-    assert load_extra_train(tiny_enja) is None
+def test_extra_train_files_must_exist_and_align(tmp_path, tiny_enja, tiny_paths):
+    assert load_extra_train(tiny_enja, tiny_paths) is None
     (tmp_path / "extra.en").write_text("one\ntwo\n")
     (tmp_path / "extra.ja").write_text("一\n")
     tiny_enja.extra_train = [ExtraPairs(str(tmp_path / "extra.en"), str(tmp_path / "missing.ja"))]
     with pytest.raises(CorpusError, match=r"missing\.ja not found: data\.extra_train names it"):
-        load_extra_train(tiny_enja)
+        load_extra_train(tiny_enja, tiny_paths)
     tiny_enja.extra_train = [ExtraPairs(str(tmp_path / "extra.en"), str(tmp_path / "extra.ja"))]
     with pytest.raises(CorpusError, match=r"extra\.en has 2 lines but .*extra\.ja has 1"):
-        load_extra_train(tiny_enja)
+        load_extra_train(tiny_enja, tiny_paths)

@@ -1,14 +1,24 @@
-"""The data stage end to end with the real BPE tokenizer, trained on the tiny fixture."""
+"""The data stage end to end with the real BPE tokenizer, trained on the tiny fixture as the
+train program does (`load_or_train_tokenizers`, then `build_data`)."""
 
-from llm_from_scratch.data.config import ExtraPairs
-from llm_from_scratch.data.datamodule import build_data
+import dataclasses
+
+from llm_from_scratch.data.config import DataConfig, ExtraPairs
+from llm_from_scratch.data.datamodule import DataModule, build_data
+from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 
 
-def test_build_data_batches_decode_back_to_the_normalized_text(tiny_enja, tmp_path):
-    tiny_enja.max_tokens, tiny_enja.max_length_ratio, tiny_enja.batch_tokens = 64, 9.0, 512
-    tok_cfg = TokenizerConfig(vocab_size=400, dir=str(tmp_path / "tokenizers"))
-    data = build_data(tiny_enja, tok_cfg)
+def build(cfg: DataConfig, paths: PathsConfig) -> DataModule:
+    src_tok, tgt_tok = load_or_train_tokenizers(cfg, TokenizerConfig(vocab_size=400), paths)
+    return build_data(cfg, src_tok, tgt_tok, paths)
+
+
+def test_build_data_batches_decode_back_to_the_normalized_text(tiny_enja, tiny_paths):
+    tiny_enja.cleaning.max_tokens, tiny_enja.cleaning.max_length_ratio = 64, 9.0
+    tiny_enja.loading.batch_tokens = 512
+    data = build(tiny_enja, tiny_paths)
     train = data.splits["train"]
     decoded = 0
     for batch in data.train_loader(epoch=0):
@@ -24,14 +34,19 @@ def test_build_data_batches_decode_back_to_the_normalized_text(tiny_enja, tmp_pa
     assert "New York" in "".join(train["tgt"])  # detokenized, Latin spacing kept
 
 
-def test_extra_train_pairs_join_the_train_split_but_not_the_tokenizers(tiny_enja, tmp_path):
-    tiny_enja.max_tokens, tiny_enja.max_length_ratio, tiny_enja.batch_tokens = 64, 9.0, 512
-    corpus_only = build_data(tiny_enja, TokenizerConfig(vocab_size=400, dir=str(tmp_path / "a")))
-    tok_cfg = TokenizerConfig(vocab_size=400, dir=str(tmp_path / "b"))  # trained afresh
+def test_extra_train_pairs_join_the_train_split_but_not_the_tokenizers(
+    tiny_enja, tiny_paths, tmp_path
+):
+    tiny_enja.cleaning.max_tokens, tiny_enja.cleaning.max_length_ratio = 64, 9.0
+    tiny_enja.loading.batch_tokens = 512
+    corpus_only = build(
+        tiny_enja, dataclasses.replace(tiny_paths, tokenizer_dir=str(tmp_path / "a"))
+    )
+    paths = dataclasses.replace(tiny_paths, tokenizer_dir=str(tmp_path / "b"))  # trained afresh
     (tmp_path / "extra.en").write_text("i like green tea .\nzyx wvu .\n")
     (tmp_path / "extra.ja").write_text("緑茶 が 好き 。\n鬱 鬱 。\n")
     tiny_enja.extra_train = [ExtraPairs(str(tmp_path / "extra.en"), str(tmp_path / "extra.ja"))]
-    with_extra = build_data(tiny_enja, tok_cfg)
+    with_extra = build(tiny_enja, paths)
     assert with_extra.src_tok.hash == corpus_only.src_tok.hash
     assert with_extra.tgt_tok.hash == corpus_only.tgt_tok.hash
     train = with_extra.splits["train"]
@@ -41,7 +56,7 @@ def test_extra_train_pairs_join_the_train_split_but_not_the_tokenizers(tiny_enja
         assert with_extra.splits[split]["tgt"] == corpus_only.splits[split]["tgt"]
     # Rewriting an extra file (new teacher translations) must not reuse the tokenized cache.
     (tmp_path / "extra.ja").write_text("緑茶 が 好き だ 。\n鬱 だ 。\n")
-    assert list(build_data(tiny_enja, tok_cfg).splits["train"]["tgt"][-2:]) == [
+    assert list(build(tiny_enja, paths).splits["train"]["tgt"][-2:]) == [
         "緑茶が好きだ。",
         "鬱だ。",
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.config import CorpusConfig
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.errors import ConfigError
 
@@ -37,5 +37,5 @@ def test_small_parallel_enja_english_is_already_in_its_style(corpus_mirror):
 
 
 def test_unknown_style_is_refused():
-    with pytest.raises(ConfigError, match=r"data\.source_style='shouty'"):
-        DataConfig(name="x", source="local", source_style="shouty")
+    with pytest.raises(ConfigError, match=r"data\.corpus\.source_style='shouty'"):
+        CorpusConfig(source_style="shouty")

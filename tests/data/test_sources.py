@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.data.config import DataConfig, DataFile
-from llm_from_scratch.data.sources import dataset_dir, download, fetch_dataset
-from llm_from_scratch.errors import ConfigError, DataSourceError
+from llm_from_scratch.data.config import CorpusConfig, DataConfig, DataFile
+from llm_from_scratch.data.sources import DataSourceError, dataset_dir, download, fetch_dataset
+from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.programs.prepare_data import PrepareDataConfig
+from llm_from_scratch.schema import to_schema
 
 CONTENTS = {"train.en": b"hello .\nhow are you ?\n", "train.ja": "こんにちは 。\n元気 ?\n".encode()}
 
@@ -28,15 +31,19 @@ def upstream(tmp_path: Path) -> Path:
     return root
 
 
-def url_config(upstream: Path, raw_dir: Path, **changes) -> DataConfig:
+def url_config(upstream: Path, **changes) -> DataConfig:
     files = [describe(n, d, (upstream / n).as_uri()) for n, d in CONTENTS.items()]
-    return DataConfig(name="toy", source="urls", files=files, raw_dir=str(raw_dir), **changes)
+    return DataConfig(name="toy", source="urls", files=files, **changes)
+
+
+def raw_paths(raw_dir: Path) -> PathsConfig:
+    return PathsConfig(root=str(raw_dir.parent), raw_dir=str(raw_dir))
 
 
 def test_download_from_file_urls(upstream, tmp_path, monkeypatch):
     monkeypatch.delenv("DATA_MIRROR", raising=False)
-    cfg = url_config(upstream, tmp_path / "raw")
-    directory = fetch_dataset(cfg)
+    cfg, paths = url_config(upstream), raw_paths(tmp_path / "raw")
+    directory = fetch_dataset(cfg, paths)
     assert directory == tmp_path / "raw" / "toy"
     for name, data in CONTENTS.items():
         assert (directory / name).read_bytes() == data
@@ -45,19 +52,19 @@ def test_download_from_file_urls(upstream, tmp_path, monkeypatch):
 
 def test_verified_files_are_not_fetched_again(upstream, tmp_path, monkeypatch):
     monkeypatch.delenv("DATA_MIRROR", raising=False)
-    cfg = url_config(upstream, tmp_path / "raw")
-    fetch_dataset(cfg)
+    cfg, paths = url_config(upstream), raw_paths(tmp_path / "raw")
+    fetch_dataset(cfg, paths)
     for name in CONTENTS:
         (upstream / name).unlink()
-    fetch_dataset(cfg)  # would fail if it tried to download again
+    fetch_dataset(cfg, paths)  # would fail if it tried to download again
 
 
 def test_corrupt_local_copy_is_replaced(upstream, tmp_path, monkeypatch):
     monkeypatch.delenv("DATA_MIRROR", raising=False)
-    cfg = url_config(upstream, tmp_path / "raw")
-    directory = fetch_dataset(cfg)
+    cfg, paths = url_config(upstream), raw_paths(tmp_path / "raw")
+    directory = fetch_dataset(cfg, paths)
     (directory / "train.en").write_bytes(b"truncated")
-    fetch_dataset(cfg)
+    fetch_dataset(cfg, paths)
     assert (directory / "train.en").read_bytes() == CONTENTS["train.en"]
 
 
@@ -87,10 +94,10 @@ def test_mirror_is_used_instead_of_urls(upstream, tmp_path, monkeypatch):
     for name, data in CONTENTS.items():
         (mirror / "toy" / name).write_bytes(data)
     monkeypatch.setenv("DATA_MIRROR", str(mirror))
-    cfg = url_config(upstream, tmp_path / "raw")
+    cfg = url_config(upstream)
     for name in CONTENTS:
         (upstream / name).unlink()  # only the mirror can supply them now
-    directory = fetch_dataset(cfg)
+    directory = fetch_dataset(cfg, raw_paths(tmp_path / "raw"))
     assert (directory / "train.ja").read_bytes() == CONTENTS["train.ja"]
 
 
@@ -100,22 +107,20 @@ def test_config_mirror_overrides_environment(upstream, tmp_path, monkeypatch):
     (mirror / "toy").mkdir(parents=True)
     for name, data in CONTENTS.items():
         (mirror / "toy" / name).write_bytes(data)
-    fetch_dataset(url_config(upstream, tmp_path / "raw", mirror=str(mirror)))
+    fetch_dataset(url_config(upstream, mirror=str(mirror)), raw_paths(tmp_path / "raw"))
 
 
 def test_missing_mirror_file_names_data_mirror(upstream, tmp_path, monkeypatch):
     monkeypatch.setenv("DATA_MIRROR", str(tmp_path / "empty-mirror"))
     with pytest.raises(DataSourceError, match=r"DATA_MIRROR .* must point to .*toy/train\.en"):
-        fetch_dataset(url_config(upstream, tmp_path / "raw"))
+        fetch_dataset(url_config(upstream), raw_paths(tmp_path / "raw"))
 
 
 def test_local_only_dataset_without_mirror_names_data_mirror(tmp_path, monkeypatch):
     monkeypatch.delenv("DATA_MIRROR", raising=False)
-    cfg = DataConfig(
-        name="derived", source="local", files=[DataFile(name="train.tsv")], raw_dir=str(tmp_path)
-    )
+    cfg = DataConfig(name="derived", source="local", files=[DataFile(name="train.tsv")])
     with pytest.raises(DataSourceError, match=r"local-only.*DATA_MIRROR"):
-        fetch_dataset(cfg)
+        fetch_dataset(cfg, raw_paths(tmp_path))
 
 
 def test_url_source_requires_urls():
@@ -133,18 +138,17 @@ def test_hub_dataset_is_copied_from_mirror(tmp_path, monkeypatch):
     )
     monkeypatch.setenv("DATA_MIRROR", str(mirror))
     cfg = DataConfig(
-        name="hubby", source="hub", format="hub", hub_id="someone/hubby", raw_dir=str(tmp_path)
+        name="hubby", source="hub", hub_id="someone/hubby", corpus=CorpusConfig(format="hub")
     )
-    directory = fetch_dataset(cfg)
+    directory = fetch_dataset(cfg, raw_paths(tmp_path))
     assert datasets.load_from_disk(str(directory))["train"]["ja_sentence"] == ["こんにちは。"]
 
 
 def test_shipped_configs_match_the_corpus_mirror(compose_config, corpus_mirror, tmp_path):
-    from llm_from_scratch.config import PrepareDataConfig, resolve
-
     for name in ("small_parallel_enja", "tanaka_graded"):
-        overrides = [f"data={name}", f"data.raw_dir={tmp_path}", f"data.mirror={corpus_mirror}"]
-        cfg = resolve(compose_config("prepare_data", overrides), PrepareDataConfig).data
-        directory = fetch_dataset(cfg)
-        assert directory == dataset_dir(cfg)
+        overrides = [f"data={name}", f"paths.raw_dir={tmp_path}", f"data.mirror={corpus_mirror}"]
+        config = to_schema(compose_config("prepare_data", overrides), PrepareDataConfig)
+        cfg = config.data
+        directory = fetch_dataset(cfg, config.paths)
+        assert directory == dataset_dir(cfg, config.paths) == tmp_path / name
         assert sorted(p.name for p in directory.iterdir()) == sorted(f.name for f in cfg.files)

@@ -1,5 +1,5 @@
 """Builders for the decoding tests: a tiny model trained for a few seconds to copy its input,
-padded batches, and a tiny checkpoint for the command-line tests.
+padded batches, a tiny checkpoint for the command-line tests, and weights that do not fit it.
 
 A randomly initialised model's next-token distribution is nearly flat, so EOS is almost never the
 argmax and every sentence would just run to its length limit. The copy task makes the model emit
@@ -10,16 +10,17 @@ is what batching, early stopping and beam bookkeeping need to be exercised.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 from hydra import compose, initialize_config_dir
 from torch.nn.utils.rnn import pad_sequence
 
 from llm_from_scratch.checkpoint import inference_state, save_checkpoint
-from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.schema import to_schema as resolve
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.programs.train import TrainConfig
+from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
@@ -81,8 +82,25 @@ def train_copy_model(tok: BPETokenizer) -> Seq2SeqTransformer:
 def save_tiny_checkpoint(path: Path, tok: BPETokenizer) -> Path:
     """An untrained `model=tiny` saved as a run's checkpoint, for the command-line tests."""
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = resolve(compose("train", ["model=tiny", "decode=greedy"]), TrainConfig)
+        config = to_schema(compose("train", ["model=tiny", "decoding=greedy"]), TrainConfig)
     torch.manual_seed(0)
     model = Seq2SeqTransformer(config.model, tok.vocab_size, tok.vocab_size, tok.pad_id)
     save_checkpoint(path, inference_state(model, tok, tok, config))
     return path
+
+
+def misfit_weights(
+    weights: dict[str, Any], model_cfg: ModelConfig, vocab_size: int, problem: str
+) -> dict[str, Any]:
+    """Weights a checkpoint's model cannot load: `weights` less their first tensor ("missing"),
+    or the weights of the same model for a vocabulary 8 tokens larger ("vocabulary")."""
+    if problem == "missing":
+        return dict(list(weights.items())[1:])
+    assert problem == "vocabulary", problem
+    return Seq2SeqTransformer(model_cfg, vocab_size + 8, vocab_size + 8, 0).state_dict()
+
+
+MISFIT_MESSAGES = {  # what the error names, beyond "its weights do not fit"
+    "missing": r"Missing key\(s\) in state_dict",
+    "vocabulary": r"size mismatch for",
+}

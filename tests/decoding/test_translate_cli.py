@@ -12,18 +12,22 @@ import pytest
 
 from llm_from_scratch.checkpoint import CheckpointError
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.paths import ROOT_VARIABLE
 from llm_from_scratch.programs import translate as translate_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_script(args: list[str | bytes], stdin: bytes = b"", cwd: Path = ROOT):
+def run_script(
+    args: list[str | bytes], stdin: bytes = b"", cwd: Path = ROOT, env: dict[str, str] | None = None
+):
     return subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "translate.py"), *args],
         input=stdin,
         capture_output=True,
         cwd=cwd,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},  # see conftest.py: one_thread
+        # OMP_NUM_THREADS: see conftest.py, one_thread
+        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
         timeout=120,
     )
 
@@ -71,7 +75,7 @@ def test_ensemble_of_a_checkpoint_with_itself_translates_like_it(monkeypatch, ca
 
 
 def test_nbest_above_beam_is_a_config_error(monkeypatch, capsys, checkpoint):
-    with pytest.raises(UserError, match=r"decode\.nbest=4"):
+    with pytest.raises(UserError, match=r"decoding\.nbest=4"):
         translate_cli.main(["--checkpoint", str(checkpoint), "--beam", "2", "--nbest", "4", "x"])
 
 
@@ -118,6 +122,7 @@ def test_bad_input_is_one_line_error(checkpoint, args, stdin, message):
 
 
 def test_no_checkpoint_anywhere_is_one_line_error(tmp_path):
-    result = run_script(["hi"], cwd=tmp_path)
+    # The default runs directory hangs off the project root, wherever the script is started.
+    result = run_script(["hi"], cwd=tmp_path, env={ROOT_VARIABLE: str(tmp_path)})
     assert result.returncode == 2
     assert result.stderr.startswith(b"error: no --checkpoint given")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from llm_from_scratch.decoding.batched import decode_pieces, length_batches
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import InputError, Translator
 
@@ -37,20 +38,21 @@ def test_piece_limit_keeps_output_limit_within_positions(copy_model, tokenizer):
     assert GREEDY.max_len_a * longest_source + GREEDY.max_len_b <= copy_model.cfg.max_positions
 
 
-def test_split_input_joins_the_translations_of_its_pieces(translator):
+def test_split_input_joins_the_translations_of_its_pieces(translator, copy_model, tokenizer):
     text = "the cat sat on the mat. " * 8
     pieces = translator._pieces(text.strip())
     assert len(pieces) > 1
     whole = translator.translate([text])[0].candidates[0]
-    per_piece = [translator._search([piece])[0][0] for piece in pieces]
+    per_piece = [
+        decode_pieces(copy_model, [piece], tokenizer, tokenizer, GREEDY)[0][0] for piece in pieces
+    ]
     assert whole.tokens == [token for hyp in per_piece for token in hyp.tokens]
 
 
-def test_batches_respect_the_token_budget(copy_model, tokenizer):
+def test_batches_respect_the_token_budget():
     decode = DecodingConfig(beam_size=2, nbest=1, batch_tokens=60)
-    translator = Translator(copy_model, tokenizer, tokenizer, decode)
     pieces = [[5] * n for n in (3, 9, 1, 14, 6, 2, 30, 7)]
-    batches = translator._batches(pieces)
+    batches = length_batches(pieces, decode.beam_size, decode.batch_tokens)
     assert sorted(i for batch in batches for i in batch) == list(range(len(pieces)))
     for batch in batches:
         padded = max(len(pieces[i]) for i in batch) + 1
@@ -59,7 +61,9 @@ def test_batches_respect_the_token_budget(copy_model, tokenizer):
 
 def test_batch_size_does_not_change_translations(copy_model, tokenizer):
     texts = ["the cat sat.", "a dog ran to the park.", "これはテストです。", "mat", "the the"]
-    small = Translator(copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3, batch_tokens=1))
+    small = Translator(
+        copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3, batch_tokens=1)
+    )
     large = Translator(copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3))
     assert [t.text for t in small.translate(texts)] == [t.text for t in large.translate(texts)]
 

@@ -63,20 +63,21 @@ def test_evaluate_writes_hypotheses_and_metrics(
         [
             f"checkpoint={checkpoint}",
             "split=test",
-            "decode=greedy",
+            "decoding=greedy",
             "limit=12",
             f"output_dir={out}",
             "data=small_parallel_enja",
             f"data.mirror={corpus_mirror}",
-            f"data.raw_dir={tmp_path / 'raw'}",
-            f"data.cache_dir={tmp_path / 'cache'}",
-            f"data.detokenize_ja={str(detokenize).lower()}",
+            f"paths.raw_dir={tmp_path / 'raw'}",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+            f"data.corpus.detokenize_ja={str(detokenize).lower()}",
         ]
     )
     assert status == 0
     assert len((out / "hypotheses.txt").read_text(encoding="utf-8").split("\n")) == 13
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["sentences"] == 12
+    assert metrics["decoding"]["beam_size"] == 1
     assert 0.0 <= metrics["bleu"] <= 100.0
     assert "tok:ja-mecab" in metrics["bleu_signature"]
     assert sum(b["sentences"] for b in metrics["bleu_by_source_length"].values()) == 12
@@ -91,12 +92,12 @@ def test_ensemble_is_recorded_and_of_one_checkpoint_twice_scores_like_it(
 ):
     common = [
         f"checkpoint={checkpoint}",
-        "decode=greedy",
+        "decoding=greedy",
         "limit=8",
         "data=small_parallel_enja",
         f"data.mirror={corpus_mirror}",
-        f"data.raw_dir={tmp_path / 'raw'}",
-        f"data.cache_dir={tmp_path / 'cache'}",
+        f"paths.raw_dir={tmp_path / 'raw'}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
     ]
     assert evaluate_cli.main([*common, f"output_dir={tmp_path / 'single'}"]) == 0
     assert evaluate_cli.main([*common, f"ensemble=[{checkpoint}]"]) == 0

@@ -10,28 +10,34 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from llm_from_scratch.config import TokenizerJobConfig
-from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.config import CorpusConfig, DataConfig, ExtraPairs
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.tokenizer.bpe import BPETokenizer
-from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.train_tokenizer import (
+    TokenizerJobConfig,
     compression_stats,
     load_or_train_tokenizers,
     read_train_texts,
     run,
     tokenizer_paths,
 )
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from llm_from_scratch.tokenizer.config import TokenizerConfig
 
 REPO = Path(__file__).resolve().parents[2]
 CORPORA = Path(os.environ.get("DATA_MIRROR", REPO.parent / "shared" / "corpora"))
+PATHS = PathsConfig(root="/project")
 
 
 def local_dataset(root: Path, files: dict[str, str], name: str = "tiny") -> DataConfig:
     for file_name, text in files.items():
         (root / name).mkdir(parents=True, exist_ok=True)
         (root / name / file_name).write_text(text, encoding="utf-8")
-    return DataConfig(name=name, source="local", raw_dir=str(root))
+    return DataConfig(name=name, source="local")
+
+
+def with_corpus(data: DataConfig, **changes: object) -> DataConfig:
+    return dataclasses.replace(data, corpus=dataclasses.replace(data.corpus, **changes))
 
 
 def test_train_texts_come_from_the_data_module(tmp_path: Path) -> None:
@@ -42,63 +48,167 @@ def test_train_texts_come_from_the_data_module(tmp_path: Path) -> None:
             "train.ja": "私 は New York が 好き だ 。\n今日 は\n",
         },
     )
-    data = dataclasses.replace(data, splits={"train": "train", "dev": "train", "test": "train"})
-    src, tgt = read_train_texts(dataclasses.replace(data, detokenize_ja=True))
+    data = with_corpus(data, splits={"train": "train", "dev": "train", "test": "train"})
+    paths = PathsConfig(root=str(tmp_path), raw_dir=str(tmp_path))
+    src, tgt = read_train_texts(with_corpus(data, detokenize_ja=True), paths)
     assert src == ["i like new york .", "hello"]
     assert tgt == ["私はNew Yorkが好きだ。", "今日は"]
-    assert read_train_texts(data)[1] == ["私 は New York が 好き だ 。", "今日 は"]
+    assert read_train_texts(data, paths)[1] == ["私 は New York が 好き だ 。", "今日 は"]
 
 
 def test_detokenization_changes_the_tokenizer_path() -> None:
     data = DataConfig(name="small_parallel_enja", source="local")
-    segmented = tokenizer_paths(data, TokenizerConfig())
-    raw = tokenizer_paths(dataclasses.replace(data, detokenize_ja=True), TokenizerConfig())
+    segmented = tokenizer_paths(data, TokenizerConfig(), PATHS)
+    raw = tokenizer_paths(with_corpus(data, detokenize_ja=True), TokenizerConfig(), PATHS)
     assert segmented[1] != raw[1]
 
 
 def test_paths_differ_by_language_and_setting_and_coincide_when_shared() -> None:
     data = DataConfig(name="tanaka_graded", source="local")
-    separate = tokenizer_paths(data, TokenizerConfig(vocab_size=8000))
+    separate = tokenizer_paths(data, TokenizerConfig(vocab_size=8000), PATHS)
     assert separate[0] != separate[1]
     assert separate[0].name.startswith("tanaka_graded.en.bpe8000.")
-    assert separate[0].parent == Path("data/tokenizers")
-    shared = tokenizer_paths(data, TokenizerConfig(vocab_size=8000, shared=True))
+    assert separate[0].parent == Path("/project/data/tokenizers") == Path(PATHS.tokenizer_dir)
+    shared = tokenizer_paths(data, TokenizerConfig(vocab_size=8000, shared=True), PATHS)
     assert shared[0] == shared[1] and ".en-ja." in shared[0].name
-    other = tokenizer_paths(data, TokenizerConfig(vocab_size=8000, pretokenizer="script"))
+    other = tokenizer_paths(data, TokenizerConfig(vocab_size=8000, pretokenizer="script"), PATHS)
     assert other[0] != separate[0]
+
+
+# For every field of TokenizerConfig and of each DataConfig section, a valid value other than the
+# default. The tests below are parametrized by `dataclasses.fields`, so a new setting fails them
+# until it is given a value here (and with it, a test of whether it names other tokenizer files).
+CHANGED = {
+    "tokenizer": {
+        "vocab_size": 4000,
+        "shared": True,
+        "character_coverage": 1.0,
+        "normalization": "none",
+        "pretokenizer": "script",
+        "special_tokens": ["<sep>"],
+    },
+    "corpus": {
+        "format": "tsv",
+        "splits": {"train": "train", "dev": "dev"},
+        "src_lang": "de",
+        "tgt_lang": "zh",
+        "src_column": "english",
+        "tgt_column": "japanese",
+        "split_seed": 7,
+        "dev_fraction": 0.05,
+        "test_fraction": 0.02,
+        "detokenize_ja": True,
+        "source_style": "lowercase_tokenized",
+    },
+    "cleaning": {"max_tokens": 11, "max_length_ratio": 2.5},
+    "loading": {
+        "batch_tokens": 8192,
+        "pool_size": 8,
+        "shuffle_seed": 7,
+        "num_workers": 1,
+        "num_proc": 2,
+        "bpe_dropout": 0.1,
+    },
+}
+DATA = DataConfig(name="tiny", source="local")
+
+
+def fields_of(*sections: str) -> list:
+    configs = {"tokenizer": TokenizerConfig(), "corpus": DATA.corpus}
+    configs |= {"cleaning": DATA.cleaning, "loading": DATA.loading}
+    return [
+        pytest.param(section, field.name, id=f"{section}.{field.name}")
+        for section in sections
+        for field in dataclasses.fields(configs[section])
+    ]
+
+
+def changed_paths(section: str, name: str) -> tuple[Path, Path]:
+    """The tokenizer paths with `<section>.<name>` set to its CHANGED value."""
+    if name not in CHANGED[section]:
+        pytest.fail(f"CHANGED has no value for {section}.{name}: add one")
+    value = CHANGED[section][name]
+    data, tok_cfg = DATA, TokenizerConfig()
+    if section == "tokenizer":
+        assert getattr(tok_cfg, name) != value, f"tokenizer.{name} is already {value!r}"
+        tok_cfg = dataclasses.replace(tok_cfg, **{name: value})
+    else:
+        old = getattr(data, section)
+        assert getattr(old, name) != value, f"data.{section}.{name} is already {value!r}"
+        data = dataclasses.replace(data, **{section: dataclasses.replace(old, **{name: value})})
+    return tokenizer_paths(data, tok_cfg, PATHS)
+
+
+def test_data_config_sections_are_corpus_cleaning_and_loading() -> None:
+    nested = {
+        f.name for f in dataclasses.fields(DATA) if dataclasses.is_dataclass(getattr(DATA, f.name))
+    }
+    assert nested == {"corpus", "cleaning", "loading"} == set(CHANGED) - {"tokenizer"}
+
+
+@pytest.mark.parametrize(("section", "name"), fields_of("tokenizer", "corpus"))
+def test_every_tokenizer_and_corpus_field_changes_the_tokenizer_paths(section, name) -> None:
+    before = tokenizer_paths(DATA, TokenizerConfig(), PATHS)
+    after = changed_paths(section, name)
+    assert before[0] != after[0] and before[1] != after[1]
+
+
+@pytest.mark.parametrize(("section", "name"), fields_of("cleaning", "loading"))
+def test_no_cleaning_or_loading_field_changes_the_tokenizer_paths(section, name) -> None:
+    assert changed_paths(section, name) == tokenizer_paths(DATA, TokenizerConfig(), PATHS)
+
+
+def test_dataset_name_changes_the_tokenizer_paths_and_extra_train_does_not() -> None:
+    before = tokenizer_paths(DATA, TokenizerConfig(), PATHS)
+    renamed = tokenizer_paths(dataclasses.replace(DATA, name="other"), TokenizerConfig(), PATHS)
+    assert renamed[0] != before[0] and renamed[1] != before[1]
+    # Tokenizers are trained on the corpus alone: a run with synthetic pairs shares them.
+    extra = dataclasses.replace(DATA, extra_train=[ExtraPairs("x.en", "x.ja")])
+    assert tokenizer_paths(extra, TokenizerConfig(), PATHS) == before
 
 
 TEXTS_EN = ["the cat sat on the mat", "a dog ran after the cat"] * 5
 TEXTS_JA = ["猫がマットの上に座った。", "犬が猫を追いかけた。"] * 5
 
 
-def test_load_or_train_trains_once_then_loads(tmp_path: Path) -> None:
-    data = DataConfig(name="tiny", source="local")
-    tok_cfg = TokenizerConfig(vocab_size=300, dir=str(tmp_path))
-    src, tgt = load_or_train_tokenizers(data, tok_cfg, TEXTS_EN, TEXTS_JA)
+@pytest.fixture
+def tiny_corpus(tmp_path: Path) -> tuple[DataConfig, PathsConfig]:
+    """TEXTS_EN/TEXTS_JA as the train split of a local dataset under `tmp_path/raw`."""
+    text = "".join(f"{en}\t{ja}\n" for en, ja in zip(TEXTS_EN, TEXTS_JA, strict=True))
+    data = local_dataset(tmp_path / "raw", {"train.tsv": text})
+    data = dataclasses.replace(
+        data, corpus=CorpusConfig(format="tsv", splits={"train": "train.tsv"})
+    )
+    paths = PathsConfig(
+        root=str(tmp_path), raw_dir=str(tmp_path / "raw"), tokenizer_dir=str(tmp_path / "tok")
+    )
+    return data, paths
+
+
+def test_load_or_train_trains_once_then_loads(tiny_corpus) -> None:
+    data, paths = tiny_corpus
+    tok_cfg = TokenizerConfig(vocab_size=300)
+    src, tgt = load_or_train_tokenizers(data, tok_cfg, paths)
     assert src.hash != tgt.hash
-    assert all(path.is_file() for path in tokenizer_paths(data, tok_cfg))
-    again = load_or_train_tokenizers(data, tok_cfg, ["ignored"], ["ignored"])
+    assert all(path.is_file() for path in tokenizer_paths(data, tok_cfg, paths))
+    (Path(paths.raw_dir) / data.name / "train.tsv").unlink()  # loading must not read the split
+    again = load_or_train_tokenizers(data, tok_cfg, paths)
     assert (again[0].hash, again[1].hash) == (src.hash, tgt.hash)
 
 
-def test_shared_tokenizer_covers_both_languages(tmp_path: Path) -> None:
-    data = DataConfig(name="tiny", source="local")
-    tok_cfg = TokenizerConfig(vocab_size=320, shared=True, dir=str(tmp_path))
-    src, tgt = load_or_train_tokenizers(data, tok_cfg, TEXTS_EN, TEXTS_JA)
+def test_shared_tokenizer_covers_both_languages(tiny_corpus) -> None:
+    data, paths = tiny_corpus
+    tok_cfg = TokenizerConfig(vocab_size=320, shared=True)
+    src, tgt = load_or_train_tokenizers(data, tok_cfg, paths)
     assert src is tgt
     assert {"c", "猫"} <= set(src.alphabet)
 
 
 def test_run_reports_vocab_compression_fallback_and_time(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_corpus, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = "".join(f"{en}\t{ja}\n" for en, ja in zip(TEXTS_EN, TEXTS_JA, strict=True))
-    data = local_dataset(tmp_path / "raw", {"train.tsv": text})
-    data = dataclasses.replace(data, format="tsv", splits={"train": "train.tsv"})
-    config = TokenizerJobConfig(
-        data=data, tokenizer=TokenizerConfig(vocab_size=300, dir=str(tmp_path / "tok"))
-    )
+    data, paths = tiny_corpus
+    config = TokenizerJobConfig(paths=paths, data=data, tokenizer=TokenizerConfig(vocab_size=300))
     run(config)
     report = capsys.readouterr().out
     assert report.startswith("trained in ")

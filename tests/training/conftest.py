@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.schema import to_schema as resolve
-from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.config import CorpusConfig, DataConfig, LoadingConfig
 from llm_from_scratch.data.datamodule import build_data
+from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.programs.train import TrainConfig
+from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
+from llm_from_scratch.schema import to_schema
 
 WORDS = [
     "alpha",
@@ -53,18 +56,24 @@ def copy_task(copy_corpus):
 
     config_dir = Path(__file__).resolve().parents[2] / "configs"
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        config = resolve(compose("train", ["experiment=smoke"]), TrainConfig)
+        config = to_schema(compose("train", ["experiment=smoke"]), TrainConfig)
     data_cfg = DataConfig(
         name="copy",
         source="local",
-        format="tsv",
-        splits={"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-        src_column="en",
-        tgt_column="ja",
-        raw_dir=str(root / "raw"),
-        cache_dir=str(root / "cache"),
-        batch_tokens=600,
+        corpus=CorpusConfig(
+            format="tsv",
+            splits={"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            src_column="en",
+            tgt_column="ja",
+        ),
+        loading=LoadingConfig(batch_tokens=600),
     )
-    tokenizer = dataclasses.replace(config.tokenizer, vocab_size=320, dir=str(root / "tok"))
-    config = dataclasses.replace(config, data=data_cfg, tokenizer=tokenizer)
-    return config, build_data(config.data, config.tokenizer), root
+    paths = PathsConfig(
+        raw_dir=str(root / "raw"), cache_dir=str(root / "cache"), tokenizer_dir=str(root / "tok")
+    )
+    tokenizer = dataclasses.replace(config.tokenizer, vocab_size=320)
+    config = dataclasses.replace(config, paths=paths, data=data_cfg, tokenizer=tokenizer)
+    # What the train program does before training: fetch, tokenizers, tokenized splits.
+    fetch_dataset(config.data, config.paths)
+    src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
+    return config, build_data(config.data, src_tok, tgt_tok, config.paths), root

@@ -41,11 +41,12 @@ def trained_run(copy_task, tmp_path_factory):
     """10 steps saving every 2 and keeping 3 snapshots."""
     config, data, _ = copy_task
     run_dir = tmp_path_factory.mktemp("averaged_run")
-    trainer = dataclasses.replace(
-        config.trainer, run_dir=str(run_dir), precision="fp32", device="cpu", max_steps=10,
-        save_every=2, eval_every=1000, keep_snapshots=3,
+    training = dataclasses.replace(
+        config.training, precision="fp32", device="cpu", max_steps=10, save_every=2,
+        eval_every=1000, keep_snapshots=3,
     )  # fmt: skip
-    cfg = dataclasses.replace(config, trainer=trainer)
+    paths = dataclasses.replace(config.paths, run_dir=str(run_dir))
+    cfg = dataclasses.replace(config, paths=paths, training=training)
     Trainer(cfg, data).fit()
     return run_dir
 

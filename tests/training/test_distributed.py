@@ -17,19 +17,20 @@ def test_two_process_gloo_ddp_trains(copy_corpus, tmp_path):
         "experiment=smoke",
         "data=local_tsv",
         "data.name=copy",
-        "data.splits={train: train.tsv, dev: dev.tsv, test: test.tsv}",
-        f"data.raw_dir={copy_corpus / 'raw'}",
-        f"data.cache_dir={tmp_path / 'cache'}",
-        "data.batch_tokens=600",
-        f"tokenizer.dir={tmp_path / 'tok'}",
+        # local_tsv names only a train file: `++` adds the dev and test keys to its splits.
+        "++data.corpus.splits={train: train.tsv, dev: dev.tsv, test: test.tsv}",
+        f"paths.raw_dir={copy_corpus / 'raw'}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        "data.loading.batch_tokens=600",
+        f"paths.tokenizer_dir={tmp_path / 'tok'}",
         "tokenizer.vocab_size=320",
-        "trainer.device=cpu",
-        "trainer.precision=auto",  # each rank times bf16 against fp32; the ranks must agree
-        "trainer.max_steps=6",
-        "trainer.eval_every=6",
-        "trainer.save_every=6",
-        f"trainer.run_dir={run_dir}",
-        "trainer.dev_bleu_sentences=8",
+        "training.device=cpu",
+        "training.precision=auto",  # each rank times bf16 against fp32; the ranks must agree
+        "training.max_steps=6",
+        "training.eval_every=6",
+        "training.save_every=6",
+        f"paths.run_dir={run_dir}",
+        "training.dev_bleu_sentences=8",
     ]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     result = subprocess.run(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,12 +13,18 @@ import torch
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.training import precision as precision_module
+from llm_from_scratch.training.averaging import snapshot_paths
 from llm_from_scratch.training.trainer import Trainer, TrainingError
+from tests.decoding.builders import MISFIT_MESSAGES, misfit_weights
 
 
 def with_trainer(config: TrainConfig, run_dir: Path, **changes) -> TrainConfig:
-    trainer = dataclasses.replace(config.trainer, run_dir=str(run_dir), **changes)
-    return dataclasses.replace(config, trainer=trainer)
+    """`config` training in `run_dir`, with `changes` to its `training` section."""
+    return dataclasses.replace(
+        config,
+        paths=dataclasses.replace(config.paths, run_dir=str(run_dir)),
+        training=dataclasses.replace(config.training, **changes),
+    )
 
 
 def fp32(config: TrainConfig, run_dir: Path, **changes) -> TrainConfig:
@@ -121,6 +129,31 @@ def test_changed_model_is_refused_on_resume(copy_task, tmp_path):
     other = dataclasses.replace(config, model=dataclasses.replace(config.model, d_ff=96))
     with pytest.raises(CheckpointError, match=r"model\.d_ff: 64 != 96"):
         Trainer(fp32(other, tmp_path, max_steps=4), data).fit()
+
+
+@pytest.mark.parametrize("problem", sorted(MISFIT_MESSAGES))
+def test_weights_that_do_not_fit_are_refused_on_resume(copy_task, tmp_path, problem):
+    config, data, _ = copy_task
+    Trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
+    path = tmp_path / "last.pt"
+    state = load_checkpoint(path)
+    state["model"] = misfit_weights(state["model"], config.model, data.tgt_tok.vocab_size, problem)
+    torch.save(state, path)
+    with pytest.raises(CheckpointError, match="its weights do not fit") as error:
+        Trainer(fp32(config, tmp_path, max_steps=4), data).fit()
+    assert re.search(MISFIT_MESSAGES[problem], str(error.value))
+    assert "\n" not in str(error.value)
+
+
+def test_a_weights_only_file_as_last_pt_is_refused_on_resume(copy_task, tmp_path):
+    config, data, _ = copy_task
+    cfg = fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2, keep_snapshots=1)
+    Trainer(cfg, data).fit()
+    (snapshot,) = snapshot_paths(tmp_path)
+    shutil.copyfile(snapshot, tmp_path / "last.pt")  # e.g. to "continue from" a snapshot
+    with pytest.raises(CheckpointError, match=r"last\.pt is not a training checkpoint") as error:
+        Trainer(fp32(config, tmp_path, max_steps=4), data).fit()
+    assert "\n" not in str(error.value)
 
 
 def test_truncated_checkpoint_gives_clear_error(copy_task, tmp_path):

@@ -1,0 +1,143 @@
+"""A run that fits a wall-clock budget (`training.max_time`): a schedule planned, not cut off.
+
+After a short timed probe the trainer fixes the run's step count: the most steps, up to
+`training.max_steps`, whose training, validations, checkpoint saves and final averaging fit in
+what is left of the budget. The warm-up and the snapshot interval shrink in proportion, so the
+learning rate still reaches zero at the last step and the averaged snapshots cover the same
+fraction of the run; validation keeps its interval (fewer validations leave more time to train).
+The plan is stored in every checkpoint, so a resumed run keeps it, and a budgeted run trains the
+same weights as the step-budget run its log names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from llm_from_scratch.training.config import TrainingConfig
+
+# Share of the budget held back: the probe's estimates carry noise, and ending early is cheaper
+# than overrunning.
+SAFETY_MARGIN = 0.03
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The run's length, its warm-up and the intervals that depend on it."""
+
+    steps: int
+    warmup_steps: int
+    eval_every: int
+    save_every: int
+
+    @classmethod
+    def of(cls, cfg: TrainingConfig, steps: int | None = None) -> Schedule:
+        """The config's schedule, shrunk to `steps` (default: `max_steps`, unchanged)."""
+        steps = cfg.max_steps if steps is None else steps
+        if steps == cfg.max_steps:
+            return cls(steps, cfg.warmup_steps, cfg.eval_every, cfg.save_every)
+        scale = steps / cfg.max_steps
+
+        def shrunk(interval: int) -> int:
+            return max(1, round(interval * scale))
+
+        return cls(steps, shrunk(cfg.warmup_steps), cfg.eval_every, shrunk(cfg.save_every))
+
+    def overrides(self) -> str:
+        """The command-line overrides of the step-budget run that trains exactly this schedule."""
+        return (
+            f"training.max_time=null training.max_steps={self.steps} "
+            f"training.warmup_steps={self.warmup_steps} training.save_every={self.save_every}"
+        )
+
+    def validations(self) -> int:
+        """Dev evaluations in the run: every `eval_every` steps and at the last step."""
+        return math.ceil(self.steps / self.eval_every)
+
+    def saves(self) -> int:
+        return math.ceil(self.steps / self.save_every)
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Seconds each part of a run takes, measured by the trainer's probe."""
+
+    step: float
+    validation: float
+    save: float  # last.pt and a snapshot
+    averaging: float  # averaged.pt from the snapshots, and its dev evaluation
+
+
+def run_seconds(schedule: Schedule, costs: Costs) -> float:
+    """How long training `schedule` takes at `costs`."""
+    return (
+        schedule.steps * costs.step
+        + schedule.validations() * costs.validation
+        + schedule.saves() * costs.save
+        + costs.averaging
+    )
+
+
+def plan(cfg: TrainingConfig, seconds_left: float, costs: Costs) -> Schedule:
+    """The longest schedule, at most `max_steps`, that fits `seconds_left` (one step at least)."""
+    available = seconds_left * (1 - SAFETY_MARGIN)
+    if run_seconds(Schedule.of(cfg), costs) <= available:
+        return Schedule.of(cfg)
+    low, high = 1, cfg.max_steps  # run_seconds grows with the step count
+    while low < high:
+        middle = (low + high + 1) // 2
+        if run_seconds(Schedule.of(cfg, middle), costs) <= available:
+            low = middle
+        else:
+            high = middle - 1
+    return Schedule.of(cfg, low)
+
+
+PROBE_WARMUP = 2  # untimed first updates: allocator, kernel selection, torch.compile
+PROBE_STEPS = 8
+
+
+def measure_costs(
+    run_step: Callable[[], int],
+    rehearse_validation: Callable[[], None],
+    save: Callable[[], None],
+    keep_snapshots: int,
+    clock: Callable[[], float],
+) -> tuple[Costs, float]:
+    """Time `PROBE_STEPS` updates (`run_step` returns the tokens it trained on), a validation
+    and a save; return the costs and the training tokens per second."""
+    for _ in range(PROBE_WARMUP):
+        run_step()
+    start = clock()
+    tokens = sum(run_step() for _ in range(PROBE_STEPS))
+    step = (clock() - start) / PROBE_STEPS
+    start = clock()
+    rehearse_validation()
+    validation = clock() - start
+    start = clock()
+    save()
+    save_seconds = clock() - start
+    # Averaging reads the kept snapshots (about as long as writing them) and validates once.
+    averaging = validation + keep_snapshots * save_seconds if keep_snapshots >= 2 else 0.0
+    costs = Costs(step=step, validation=validation, save=save_seconds, averaging=averaging)
+    return costs, tokens / max(step * PROBE_STEPS, 1e-9)
+
+
+def describe(schedule: Schedule, full: Schedule, budget: float, tokens_per_second: float) -> str:
+    """The log line of a plan."""
+    fit = f"to fit {format_duration(budget)} at {tokens_per_second / 1000:.1f}k tokens/s"
+    if schedule == full:
+        return f"all {full.steps:,} steps fit {fit[7:]}"
+    return (
+        f"planned {schedule.steps:,} of {full.steps:,} steps {fit}; the same run without a "
+        f"budget: {schedule.overrides()}"
+    )
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

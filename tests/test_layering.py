@@ -1,0 +1,123 @@
+"""The package imports only downward: programs over training over decoding over the checkpoint
+format over the four stages over the base modules (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "llm_from_scratch"
+
+# Lowest first. A module may import modules of a lower layer and of its own unit; the four
+# stages of layer 1 are separate units, so none of them imports another.
+LAYERS: list[tuple[str, ...]] = [
+    ("errors",),
+    ("atomic", "paths", "device", "schema"),
+    ("tokenizer", "model", "data", "evaluation"),
+    ("checkpoint",),
+    ("decoding",),
+    ("training",),
+    ("programs",),
+]
+
+
+def unit(module: str) -> str:
+    """`llm_from_scratch.data.corpus` -> `data`; the package itself is the unit `""`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer(module: str) -> int:
+    if unit(module) == "":
+        return len(LAYERS)  # the package's __init__ is the public API, above everything
+    for index, units in enumerate(LAYERS):
+        if unit(module) in units:
+            return index
+    raise AssertionError(f"{module} is in no layer: add its unit to LAYERS")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Every `llm_from_scratch` module `path` imports, lazily or under TYPE_CHECKING too."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    modules = {name for name in found if name.startswith("llm_from_scratch.")}
+    # `from package import submodule` names a module; `from module import function` does not.
+    return {name for name in modules if _exists(name)}
+
+
+def _exists(module: str) -> bool:
+    relative = Path(*module.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").is_file() or (PACKAGE / relative).is_dir()
+
+
+def upward_imports(package: Path = PACKAGE) -> list[str]:
+    """`importer -> imported` for every import that goes up a layer or across the stages."""
+    violations = []
+    for path in sorted(package.rglob("*.py")):
+        importer = module_name(path)
+        for imported in sorted(imports(path)):
+            same_unit = unit(imported) == unit(importer)
+            if not same_unit and layer(imported) >= layer(importer):
+                violations.append(f"{importer} -> {imported}")
+    return violations
+
+
+def import_cycles(package: Path = PACKAGE) -> list[list[str]]:
+    """Cycles in the module import graph (a package's `__init__` counts as its own module)."""
+    graph = {module_name(path): imports(path) for path in package.rglob("*.py")}
+    cycles, state = [], {}
+
+    def visit(module: str, stack: list[str]) -> None:
+        state[module] = "open"
+        for imported in sorted(graph.get(module, ())):
+            if state.get(imported) == "open":
+                cycles.append([*stack[stack.index(imported) :], imported])
+            elif imported not in state:
+                visit(imported, [*stack, imported])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return cycles
+
+
+def test_library_imports_only_downward():
+    assert upward_imports() == []
+
+
+def test_no_import_cycles():
+    assert import_cycles() == []
+
+
+def test_every_module_has_a_layer():
+    for path in PACKAGE.rglob("*.py"):
+        layer(module_name(path))  # raises for a unit missing from LAYERS
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "allowed"),
+    [
+        ("llm_from_scratch.decoding.translator", "llm_from_scratch.checkpoint", True),
+        ("llm_from_scratch.checkpoint", "llm_from_scratch.training.trainer", False),
+        ("llm_from_scratch.data.datamodule", "llm_from_scratch.tokenizer.bpe", False),
+        ("llm_from_scratch.training.trainer", "llm_from_scratch.programs.train", False),
+        ("llm_from_scratch.programs.evaluate", "llm_from_scratch.programs.translate", True),
+    ],
+)
+def test_the_rule_itself(importer, imported, allowed):
+    """The check flags what it should: a stage importing a peer, a program or a higher layer."""
+    same_unit = unit(imported) == unit(importer)
+    assert (same_unit or layer(imported) < layer(importer)) == allowed

@@ -1,0 +1,148 @@
+"""A time budget (`training.max_time`) plans the run's steps; the run stays exact and resumable."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+from llm_from_scratch.checkpoint import load_checkpoint
+from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.training.budget import Costs, Schedule, plan, run_seconds
+from llm_from_scratch.training.config import TrainingConfig, parse_duration
+from llm_from_scratch.training.optim import lr_multiplier
+from llm_from_scratch.training.trainer import Trainer
+
+from .test_trainer import fp32
+
+DEFAULT = TrainingConfig(
+    max_steps=4200, warmup_steps=600, eval_every=500, save_every=250, keep_snapshots=5
+)
+SLOW_CPU = Costs(step=1.9, validation=25.0, save=0.4, averaging=27.0)
+
+
+class FakeClock:
+    """Each reading is one second after the previous one."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("1800", 1800), ("30m", 1800), ("1h", 3600), ("1h30m", 5400), ("90s", 90)]
+)
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+    assert TrainingConfig(max_time=text).budget_seconds == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "30 min", "-5", "0", "1d"])
+def test_bad_durations_are_refused(text):
+    with pytest.raises(ConfigError, match=r"training\.max_time"):
+        TrainingConfig(max_time=text)
+
+
+@pytest.mark.parametrize("budget", [300.0, 900.0, 1800.0, 3600.0])
+def test_the_plan_is_the_longest_run_that_fits(budget):
+    schedule = plan(DEFAULT, budget, SLOW_CPU)
+    assert run_seconds(schedule, SLOW_CPU) <= budget
+    assert schedule.steps < DEFAULT.max_steps
+    longer = Schedule.of(DEFAULT, schedule.steps + 1)
+    assert run_seconds(longer, SLOW_CPU) > budget * 0.97  # what the safety margin holds back
+
+
+def test_a_budget_that_holds_every_step_changes_nothing():
+    fast = Costs(step=0.3, validation=8.0, save=0.2, averaging=9.0)
+    assert plan(DEFAULT, 1800.0, fast) == Schedule.of(DEFAULT)
+    assert Schedule.of(DEFAULT) == Schedule(4200, 600, 500, 250)
+
+
+def test_a_shorter_schedule_scales_warmup_and_snapshots_and_still_reaches_zero():
+    schedule = Schedule.of(DEFAULT, 1050)
+    assert (schedule.warmup_steps, schedule.save_every, schedule.eval_every) == (150, 62, 500)
+    # averaged.pt covers the same share of the run: 5 snapshots of 62 steps out of 1,050
+    assert abs(5 * schedule.save_every / 1050 - 5 * 250 / 4200) < 0.01
+    last = schedule.steps - 1
+    assert lr_multiplier(last, "cosine", schedule) == 0.0
+    assert lr_multiplier(last - 1, "cosine", schedule) > 0.0
+    assert lr_multiplier(schedule.warmup_steps - 1, "cosine", schedule) == 1.0
+
+
+def budgeted(config, run_dir: Path, **changes):
+    settings = {"max_steps": 60, "warmup_steps": 12, "eval_every": 1000, "save_every": 20}
+    return fp32(config, run_dir, **{**settings, **changes})
+
+
+def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path, caplog):
+    config, data, _ = copy_task
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
+    trainer = Trainer(budgeted(config, tmp_path / "budget", max_time="23"), data, clock=FakeClock())
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    schedule = trainer.schedule
+    assert 1 < schedule.steps < 60 and trainer.progress.step == schedule.steps
+    assert f"planned {schedule.steps} of 60 steps" in caplog.text
+    assert schedule.overrides() in caplog.text
+    assert trainer.scheduler.get_last_lr()[0] == 0.0  # the schedule ended at the planned step
+    assert load_checkpoint(tmp_path / "budget" / "last.pt")["progress"]["planned_steps"] == (
+        schedule.steps
+    )
+
+    plain = Trainer(
+        budgeted(
+            config,
+            tmp_path / "plain",
+            max_steps=schedule.steps,
+            warmup_steps=schedule.warmup_steps,
+            save_every=schedule.save_every,
+        ),
+        data,
+    )
+    plain.fit()
+    for ours, theirs in zip(trainer.model.parameters(), plain.model.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+
+
+def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
+    copy_task, tmp_path, monkeypatch
+):
+    config, data, _ = copy_task
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
+    straight = Trainer(
+        budgeted(config, tmp_path / "straight", max_time="23"), data, clock=FakeClock()
+    )
+    straight.fit()
+    planned = straight.schedule.steps
+
+    resumed_cfg = budgeted(config, tmp_path / "resumed", max_time="23")
+    crash_at = straight.schedule.save_every + 1  # last.pt was written one step before
+    assert crash_at < planned
+    update = Trainer.update
+
+    def crash(trainer: Trainer, micro_batches):
+        if trainer.progress.step == crash_at and trainer.progress.planned_steps:
+            raise Crash
+        return update(trainer, micro_batches)
+
+    monkeypatch.setattr(Trainer, "update", crash)
+    with pytest.raises(Crash):
+        Trainer(resumed_cfg, data, clock=FakeClock()).fit()
+    monkeypatch.undo()
+    # A resumed run does not plan again, however long its start took this time.
+    slow_start = FakeClock()
+    slow_start.now = 10_000.0
+    resumed = Trainer(resumed_cfg, data, clock=slow_start, started_at=0.0)
+    resumed.fit()
+    assert resumed.progress.step == planned
+    for ours, theirs in zip(resumed.model.parameters(), straight.model.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=0)

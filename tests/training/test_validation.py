@@ -1,0 +1,35 @@
+"""Validation decodes dev like the translator does: one batching, one greedy search."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from llm_from_scratch.decoding.translator import Translator
+from llm_from_scratch.training.trainer import Trainer
+from llm_from_scratch.training.validation import Validator
+
+from .test_trainer import fp32
+
+
+def test_validation_greedy_equals_the_translator_with_beam_size_one(copy_task, tmp_path):
+    config, data, _ = copy_task
+    # A budget of a few sources per batch, so that both sides decode dev in several batches.
+    decoding = dataclasses.replace(config.decoding, batch_tokens=60)
+    config = dataclasses.replace(config, decoding=decoding)
+    settings = {"max_steps": 150, "warmup_steps": 30, "eval_every": 1000, "save_every": 150}
+    trainer = Trainer(fp32(config, tmp_path, dev_bleu_sentences=8, **settings), data)
+    trainer.fit()
+    dev = data.splits["dev"]
+    # The translator tokenizes the texts itself; dev's cached ids are the same encoding.
+    assert list(dev["src_ids"]) == [data.src_tok.encode(text) for text in dev["src"]]
+
+    hypotheses = Validator(trainer.model, data, trainer.precision, trainer.config).translate(
+        dev["src_ids"]
+    )
+    greedy = dataclasses.replace(decoding, beam_size=1, nbest=1)
+    translator = Translator.from_checkpoint(tmp_path / "last.pt", "cpu", greedy)
+    translations = translator.translate(list(dev["src"]))
+    assert [t.text for t in translations] == hypotheses
+    # Outputs of several lengths, some ending at EOS: not every one runs to the length limit.
+    assert len({len(t.candidates[0].tokens) for t in translations}) > 1
+    assert not all(t.candidates[0].hit_max_len for t in translations)
