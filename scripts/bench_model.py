@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -41,6 +42,7 @@ from llm_from_scratch.training.precision import Precision, matmul_rate, select_p
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "model"
 PAD_ID = 0
+BENCH_LOG_HINT = "runs/bench.log"
 
 
 def load_config(name: str) -> ModelConfig:
@@ -89,6 +91,33 @@ def time_alternately(
             step()
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(seconds) for name, seconds in times.items()}
+
+
+def profile_step(step: Callable[[], None], steps: int) -> list[tuple[str, float]]:
+    """Self CPU time per operator over `steps` training steps, as shares of the total, largest
+    first (torch.profiler; the first step is a warm-up)."""
+    step()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+        for _ in range(steps):
+            step()
+    events = profiler.key_averages()
+    total = sum(event.self_cpu_time_total for event in events)
+    shares = [(event.key, event.self_cpu_time_total / total) for event in events]
+    return sorted(shares, key=lambda item: -item[1])
+
+
+def operator_group(name: str) -> str:
+    """The part of a step an operator belongs to."""
+    groups = {
+        "matrix products": ("mm", "addmm", "bmm", "matmul", "linear", "scaled_dot_product"),
+        "dropout": ("bernoulli", "dropout", "native_dropout"),
+        "optimizer": ("_foreach", "adamw", "lerp", "addcdiv", "addcmul", "sqrt"),
+        "layer norm": ("layer_norm",),
+    }
+    for group, keys in groups.items():
+        if any(key in name for key in keys):
+            return group
+    return "other"
 
 
 def main() -> None:
@@ -187,6 +216,32 @@ def main() -> None:
                 f"| training tokens/s, dropout {dropout} | {tokens / ours:,.0f} | "
                 f"{tokens / theirs:,.0f} (nn.Transformer) | {theirs / ours:.2f} | {conditions} |"
             )
+    ours_name = f"ours, dropout {cfg.dropout}"
+    ours_step = partial(
+        training_step, models[ours_name], optimizers[ours_name], precision, src, src_mask, tgt
+    )
+    shares = profile_step(ours_step, steps=3)
+    print(
+        f"\nOperators of our training step, dropout {cfg.dropout} (self CPU time):\n", file=details
+    )
+    print("| operator | share |\n|---|---:|", file=details)
+    for name, share in shares[:15]:
+        print(f"| {name} | {share:.1%} |", file=details)
+    by_group: dict[str, float] = {}
+    for name, share in shares:
+        by_group[operator_group(name)] = by_group.get(operator_group(name), 0.0) + share
+    print("\n| part of the step | share |\n|---|---:|", file=details)
+    for group, share in sorted(by_group.items(), key=lambda item: -item[1]):
+        print(f"| {group} | {share:.1%} |", file=details)
+    if args.table_rows:
+        parts = ", ".join(
+            f"{group} {share:.0%}"
+            for group, share in sorted(by_group.items(), key=lambda item: -item[1])
+        )
+        print(
+            f"| training step, time by part (dropout {cfg.dropout}) | {parts} | — | | "
+            f"torch.profiler self CPU time; operators in {BENCH_LOG_HINT} |"
+        )
     if args.table_rows:
         mfu = flops / seconds[f"ours, dropout {cfg.dropout}"] / peak
         print(

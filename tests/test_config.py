@@ -99,3 +99,19 @@ def test_unknown_key_is_rejected_at_composition(compose_config):
 
     with pytest.raises(ConfigCompositionException, match="d_modl"):
         compose_config("train", ["model.d_modl=3"])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "carved"),
+    [
+        (["data=local_tsv"], ["dev", "test"]),
+        (["data=local_tsv", "data.corpus.splits.dev=valid.tsv"], ["test"]),
+        (["data=local_tsv", "data.corpus.splits={train: a.tsv, dev: b.tsv, test: c.tsv}"], []),
+        ([], []),
+    ],
+)
+def test_splits_named_on_the_command_line_are_read_and_the_others_carved(
+    compose_config, overrides, carved
+):
+    config = to_schema(compose_config("train", overrides), TrainConfig)
+    assert config.data.corpus.carved_splits == carved

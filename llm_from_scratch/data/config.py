@@ -53,9 +53,11 @@ class CorpusConfig:
     #   tsv:      a file of `source<TAB>target` lines, no header;
     #   jsonl:    a file of JSON objects holding `src_column` and `tgt_column`;
     #   hub:      a split of the `save_to_disk` copy, whose columns are `src_column`/`tgt_column`.
-    # A dev or test split left out is carved from train, seeded by `split_seed`.
+    # A dev or test split left out (null) is carved from train, seeded by `split_seed`.
     format: str = "parallel"
-    splits: dict[str, str] = field(default_factory=lambda: {"train": "train"})
+    splits: dict[str, str | None] = field(
+        default_factory=lambda: {"train": "train", "dev": None, "test": None}
+    )
     src_lang: str = "en"
     tgt_lang: str = "ja"
     src_column: str = "en"
@@ -81,7 +83,7 @@ class CorpusConfig:
                 f"data.corpus.format={self.format!r} must be one of {', '.join(FORMATS)}"
             )
         unknown = sorted(set(self.splits) - set(SPLITS))
-        if unknown or "train" not in self.splits:
+        if unknown or not self.splits.get("train"):
             raise ConfigError(
                 f"data.corpus.splits={dict(self.splits)} must name a train split and may name "
                 f"only {', '.join(SPLITS)}"
@@ -98,7 +100,7 @@ class CorpusConfig:
     @property
     def carved_splits(self) -> list[str]:
         """The held-out splits that are cut from train, since no file names them."""
-        return [split for split in ("dev", "test") if split not in self.splits]
+        return [split for split in ("dev", "test") if not self.splits.get(split)]
 
 
 @dataclass

@@ -46,7 +46,7 @@ def load_split(cfg: DataConfig, split: str, paths: PathsConfig) -> datasets.Data
     """The `split` (train, dev or test) of `cfg` with string columns `src` and `tgt`."""
     if split not in ("train", "dev", "test"):
         raise CorpusError(f"unknown split {split!r}: expected train, dev or test")
-    if split in cfg.corpus.splits and split != "train":
+    if split not in cfg.corpus.carved_splits and split != "train":
         pairs = _read(cfg, paths, cfg.corpus.splits[split])
     else:
         pairs = _carve(cfg, _read(cfg, paths, cfg.corpus.splits["train"]), split)
@@ -86,7 +86,7 @@ def _in_corpus_style(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Datas
 
 def _carve(cfg: DataConfig, pairs: datasets.Dataset, split: str) -> datasets.Dataset:
     """`split` of a seeded partition of `pairs` (the train file), dev and test carved first."""
-    carved = [name for name in ("dev", "test") if name not in cfg.corpus.splits]
+    carved = cfg.corpus.carved_splits
     if not carved:
         return pairs
     order = np.random.default_rng(cfg.corpus.split_seed).permutation(len(pairs))
