@@ -37,7 +37,13 @@ from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.config import TrainingConfig
-from tests.decoding.builders import MISFIT_MESSAGES, TINY, misfit_weights, train_copy_model
+from tests.decoding.builders import (
+    MISFIT_MESSAGES,
+    TINY,
+    misfit_weights,
+    tiny_tokenizer,
+    train_copy_model,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = ["The cat sat on the mat.", "a dog ran to the park.", "これはテストです。", "mat", ""]
@@ -151,8 +157,9 @@ def run_config() -> TrainConfig:
 
 @pytest.fixture(scope="module")
 def tokenizer() -> BPETokenizer:
-    texts = ["the cat sat on the mat .", "これはテストです。", "a dog ran to the park ."] * 4
-    return BPETokenizer.train(texts, vocab_size=300)
+    return tiny_tokenizer(
+        ("the cat sat on the mat .", "これはテストです。", "a dog ran to the park .")
+    )
 
 
 @pytest.fixture(scope="module")

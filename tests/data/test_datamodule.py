@@ -19,6 +19,7 @@ from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.datamodule import DataModule, cache_key, prepare_splits
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import PathsConfig
+from tests.settings import DATA_VALUES, other_value
 
 SPLITS = ("train", "dev", "test")
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -51,33 +52,6 @@ def test_second_preparation_is_read_from_the_cache(tiny_enja, tiny_paths, word_t
     assert second.report == first.report
 
 
-# For every field of the sections of DataConfig, a valid value other than tiny_enja's. The tests
-# below are parametrized by `dataclasses.fields`, so a new setting fails them until it is given
-# a value here (and with it, a test of whether it keys the cache).
-CHANGED = {
-    "corpus": {
-        "format": "tsv",
-        "splits": {"train": "train", "dev": "dev"},
-        "src_lang": "de",
-        "tgt_lang": "zh",
-        "src_column": "english",
-        "tgt_column": "japanese",
-        "split_seed": 7,
-        "dev_fraction": 0.05,
-        "test_fraction": 0.02,
-        "detokenize_ja": False,
-        "source_style": "lowercase_tokenized",
-    },
-    "cleaning": {"max_tokens": 11, "max_length_ratio": 2.5},
-    "loading": {
-        "batch_tokens": 128,
-        "pool_size": 8,
-        "shuffle_seed": 7,
-        "num_workers": 1,
-        "num_proc": 2,
-        "bpe_dropout": 0.1,
-    },
-}
 SECTIONS = {"corpus": CorpusConfig, "cleaning": CleaningConfig, "loading": LoadingConfig}
 
 
@@ -90,12 +64,9 @@ def section_fields(*sections: str) -> list:
 
 
 def changed(cfg: DataConfig, section: str, name: str) -> DataConfig:
-    """`cfg` with `<section>.<name>` set to its CHANGED value, validated like a composed config."""
-    if name not in CHANGED[section]:
-        pytest.fail(f"CHANGED has no value for data.{section}.{name}: add one")
-    value = CHANGED[section][name]
+    """`cfg` with `<section>.<name>` set to another valid value."""
     old = getattr(cfg, section)
-    assert getattr(old, name) != value, f"data.{section}.{name} is already {value!r}"
+    value = other_value(DATA_VALUES, section, name, getattr(old, name))
     return dataclasses.replace(cfg, **{section: dataclasses.replace(old, **{name: value})})
 
 
@@ -103,7 +74,7 @@ def test_the_sections_are_the_nested_dataclasses_of_data_config(tiny_enja):
     nested = {
         f.name for f in dataclasses.fields(DataConfig) if is_dataclass(getattr(tiny_enja, f.name))
     }
-    assert nested == set(SECTIONS) == set(CHANGED)
+    assert nested == set(SECTIONS) == set(DATA_VALUES)
     assert all(isinstance(getattr(tiny_enja, name), SECTIONS[name]) for name in SECTIONS)
 
 

@@ -37,6 +37,17 @@ COPY_VOCAB = 12  # the task uses this many distinct ordinary tokens
 COPY_STEPS = 60
 
 
+def tiny_tokenizer(
+    texts: tuple[str, ...] = (
+        "the cat sat on the mat.",
+        "これはテストです。",
+        "a dog ran to the park.",
+    ),
+) -> BPETokenizer:
+    """A 300-token BPE tokenizer trained on a few English and Japanese sentences."""
+    return BPETokenizer.train(list(texts) * 4, vocab_size=300)
+
+
 def content_ids(tok: BPETokenizer) -> list[int]:
     specials = {tok.pad_id, tok.bos_id, tok.eos_id}
     return [i for i in range(tok.vocab_size) if i not in specials][:COPY_VOCAB]

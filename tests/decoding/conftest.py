@@ -10,7 +10,7 @@ import torch
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
-from .builders import random_sources, save_tiny_checkpoint, train_copy_model
+from .builders import random_sources, save_tiny_checkpoint, tiny_tokenizer, train_copy_model
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -25,8 +25,7 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def tokenizer() -> BPETokenizer:
-    texts = ["the cat sat on the mat.", "これはテストです。", "a dog ran to the park."] * 4
-    return BPETokenizer.train(texts, vocab_size=300)
+    return tiny_tokenizer()
 
 
 @pytest.fixture(scope="session")

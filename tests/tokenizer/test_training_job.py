@@ -23,6 +23,7 @@ from llm_from_scratch.programs.train_tokenizer import (
 )
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from tests.settings import DATA_VALUES, other_value
 
 REPO = Path(__file__).resolve().parents[2]
 CORPORA = Path(os.environ.get("DATA_MIRROR", REPO.parent / "shared" / "corpora"))
@@ -75,10 +76,7 @@ def test_paths_differ_by_language_and_setting_and_coincide_when_shared() -> None
     assert other[0] != separate[0]
 
 
-# For every field of TokenizerConfig and of each DataConfig section, a valid value other than the
-# default. The tests below are parametrized by `dataclasses.fields`, so a new setting fails them
-# until it is given a value here (and with it, a test of whether it names other tokenizer files).
-CHANGED = {
+TOKENIZER_VALUES = {
     "tokenizer": {
         "vocab_size": 4000,
         "shared": True,
@@ -87,28 +85,7 @@ CHANGED = {
         "pretokenizer": "script",
         "special_tokens": ["<sep>"],
     },
-    "corpus": {
-        "format": "tsv",
-        "splits": {"train": "train", "dev": "dev"},
-        "src_lang": "de",
-        "tgt_lang": "zh",
-        "src_column": "english",
-        "tgt_column": "japanese",
-        "split_seed": 7,
-        "dev_fraction": 0.05,
-        "test_fraction": 0.02,
-        "detokenize_ja": True,
-        "source_style": "lowercase_tokenized",
-    },
-    "cleaning": {"max_tokens": 11, "max_length_ratio": 2.5},
-    "loading": {
-        "batch_tokens": 8192,
-        "pool_size": 8,
-        "shuffle_seed": 7,
-        "num_workers": 1,
-        "num_proc": 2,
-        "bpe_dropout": 0.1,
-    },
+    **DATA_VALUES,
 }
 DATA = DataConfig(name="tiny", source="local")
 
@@ -124,17 +101,14 @@ def fields_of(*sections: str) -> list:
 
 
 def changed_paths(section: str, name: str) -> tuple[Path, Path]:
-    """The tokenizer paths with `<section>.<name>` set to its CHANGED value."""
-    if name not in CHANGED[section]:
-        pytest.fail(f"CHANGED has no value for {section}.{name}: add one")
-    value = CHANGED[section][name]
+    """The tokenizer paths with `<section>.<name>` set to another valid value."""
     data, tok_cfg = DATA, TokenizerConfig()
     if section == "tokenizer":
-        assert getattr(tok_cfg, name) != value, f"tokenizer.{name} is already {value!r}"
+        value = other_value(TOKENIZER_VALUES, section, name, getattr(tok_cfg, name))
         tok_cfg = dataclasses.replace(tok_cfg, **{name: value})
     else:
         old = getattr(data, section)
-        assert getattr(old, name) != value, f"data.{section}.{name} is already {value!r}"
+        value = other_value(TOKENIZER_VALUES, section, name, getattr(old, name))
         data = dataclasses.replace(data, **{section: dataclasses.replace(old, **{name: value})})
     return tokenizer_paths(data, tok_cfg, PATHS)
 
@@ -143,7 +117,7 @@ def test_data_config_sections_are_corpus_cleaning_and_loading() -> None:
     nested = {
         f.name for f in dataclasses.fields(DATA) if dataclasses.is_dataclass(getattr(DATA, f.name))
     }
-    assert nested == {"corpus", "cleaning", "loading"} == set(CHANGED) - {"tokenizer"}
+    assert nested == {"corpus", "cleaning", "loading"} == set(TOKENIZER_VALUES) - {"tokenizer"}
 
 
 @pytest.mark.parametrize(("section", "name"), fields_of("tokenizer", "corpus"))
