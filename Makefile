@@ -1,5 +1,6 @@
-# Run `make` or `make help` for the list of targets. Hydra overrides go in ARGS:
+# Run `make` or `make help` for the list of targets. Arguments go in ARGS:
 #   make train ARGS="model=tiny training.max_steps=100"
+#   make eval ARGS="--run smoke --split dev decoding.length_penalty=1.4"
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -21,11 +22,13 @@ help: ## List the targets
 
 setup: $(STAMP) ## Create .venv and install torch, then the project with its dev and bench extras (once)
 
+# Quiet, on stderr: `make translate` may run it first, and its stdout is translations.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
-	touch $(STAMP)
+	@echo "make setup: installing $(TORCH_SPEC) and this project into $(VENV)/" >&2
+	@$(PYTHON) -m venv $(VENV) >&2
+	@$(PY) -m pip install --quiet "$(TORCH_SPEC)" >&2
+	@$(PY) -m pip install --quiet -e '.[dev,bench]' >&2
+	@touch $(STAMP)
 
 data: setup ## Fetch a dataset into data/raw/ (downloads, or copies from DATA_MIRROR)
 	$(PY) scripts/prepare_data.py $(ARGS)
@@ -36,11 +39,12 @@ tokenizer: setup ## Train the BPE tokenizer(s) on the dataset's train split
 train: setup ## Fetch data and train the default model (resumes an existing run)
 	$(PY) scripts/train.py $(ARGS)
 
-translate: setup ## Translate stdin line by line with the newest run's model
-	$(PY) scripts/translate.py $(ARGS)
+# `@`: their stdout is data (translations, scores), never make's echo of the command.
+translate: setup ## Translate stdin line by line with runs/default's model (ARGS="--run NAME ...")
+	@$(PY) scripts/translate.py $(ARGS)
 
-eval: setup ## Score a checkpoint on a held-out split (BLEU ja-mecab, chrF)
-	$(PY) scripts/evaluate.py $(ARGS)
+eval: setup ## Score runs/default's model on the test split (ARGS="--run NAME --split dev ...")
+	@$(PY) scripts/evaluate.py $(ARGS)
 
 tensorboard: setup ## Serve the TensorBoard logs of every run under runs/
 	$(VENV)/bin/tensorboard --logdir $(LOGDIR)

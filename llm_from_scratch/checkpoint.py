@@ -11,6 +11,7 @@ This is also the one place that builds a model from its tokenizers (`build_model
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ from llm_from_scratch.tokenizer.bpe import BPETokenizer
 # 2: config groups `training`/`decoding` (were `trainer`/`decode`) and a nested `data` config.
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
+# A run's final model, first found wins: the average of its last snapshots usually beats the
+# best single checkpoint on dev.
+FINAL_MODELS = ("averaged.pt", "best.pt")
 
 
 class CheckpointError(UserError):
@@ -191,3 +195,59 @@ def check_compatible(
             + "; ".join(differences)
             + ". Use another name (or paths.run_dir) to start a new run."
         )
+
+
+def run_model(runs_dir: str | Path, run: str) -> Path:
+    """The final model of the run called `run` under `runs_dir` (see `FINAL_MODELS`)."""
+    run_dir = Path(runs_dir) / run
+    for name in FINAL_MODELS:
+        if (run_dir / name).is_file():
+            return run_dir / name
+    runs = runs_with_models(runs_dir)
+    available = f"runs with a model: {', '.join(runs)}" if runs else "no run has a model yet"
+    raise CheckpointError(
+        f"no run {run!r} with {' or '.join(FINAL_MODELS)} under {runs_dir} ({available}); "
+        "`make train` makes the run `default`"
+    )
+
+
+def runs_with_models(runs_dir: str | Path) -> list[str]:
+    """The names of the runs under `runs_dir` that have a final model, sorted."""
+    runs_dir = Path(runs_dir)
+    found = {path.parent for name in FINAL_MODELS for path in runs_dir.glob(f"**/{name}")}
+    return sorted(str(run_dir.relative_to(runs_dir)) for run_dir in found)
+
+
+@dataclass(frozen=True)
+class CheckpointSummary:
+    """Which model a checkpoint holds, as translate and evaluate report it."""
+
+    path: Path
+    step: int | None  # training steps behind it; None when not recorded
+    dev_bleu: float | None  # greedy BLEU on the dev sentences validation scores
+    averaged_from: int  # snapshots averaged into it; 0 for a single checkpoint
+
+    @classmethod
+    def of(cls, state: dict[str, Any], path: str | Path) -> CheckpointSummary:
+        return cls(
+            path=Path(path),
+            step=state.get("progress", {}).get("step"),
+            dev_bleu=state.get("metrics", {}).get("bleu"),
+            averaged_from=len(state.get("averaged_from", [])),
+        )
+
+    def __str__(self) -> str:
+        facts = [f"average of {self.averaged_from} snapshots"] if self.averaged_from else []
+        facts.append(f"step {self.step}" if self.step is not None else "step not recorded")
+        if self.dev_bleu is not None:
+            facts.append(f"greedy dev BLEU {self.dev_bleu:.1f}")
+        return f"{_shown(self.path)} ({', '.join(facts)})"
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the working directory when it lies under it, else absolute."""
+    absolute = path.resolve()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)

@@ -2,11 +2,11 @@
 
 Translates the small_parallel_enja test split (or its first --sentences) four ways and prints
 sentences/s and the cached/uncached speed ratio; it also checks that the cache changes no output.
-The model is the --checkpoint given, else the newest runs/**/best.pt, else a fresh `model=small`
+The model is the --checkpoint given, else run `default`'s final model, else a fresh `model=small`
 with the dataset's bpe_8k tokenizers (loaded from paths.tokenizer_dir, or trained there first). An
 untrained model rarely emits EOS, so its outputs run to the length limit: the slowest case.
 
-    python scripts/bench_decode.py [--checkpoint runs/default/best.pt] [--sentences 500]
+    .venv/bin/python scripts/bench_decode.py [--checkpoint runs/default/best.pt] [--sentences 500]
         [--table-rows]
 """
 
@@ -19,7 +19,13 @@ from pathlib import Path
 
 import torch
 
-from llm_from_scratch.checkpoint import build_model, load_checkpoint, restore_for_inference
+from llm_from_scratch.checkpoint import (
+    CheckpointError,
+    build_model,
+    load_checkpoint,
+    restore_for_inference,
+    run_model,
+)
 from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodingConfig
@@ -28,7 +34,6 @@ from llm_from_scratch.device import resolve_device
 from llm_from_scratch.programs.common import compose_config, exit_on_user_error
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
-from llm_from_scratch.programs.translate import sorted_checkpoints
 
 VARIANTS = [("greedy", 1), ("beam-5", 5)]
 
@@ -38,6 +43,13 @@ def fresh_model(config: TrainConfig, device: torch.device):
     torch.manual_seed(config.training.seed)
     model = build_model(config.model, src_tok, tgt_tok, config.tokenizer.shared).to(device)
     return model.eval(), src_tok, tgt_tok
+
+
+def default_model(runs_dir: str) -> Path | None:
+    try:
+        return run_model(runs_dir, "default")
+    except CheckpointError:  # no trained default run: time a fresh model
+        return None
 
 
 def timed(translator: Translator, sources: list[str]) -> tuple[float, list[list[int]]]:
@@ -50,7 +62,7 @@ def timed(translator: Translator, sources: list[str]) -> tuple[float, list[list[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--checkpoint", type=Path, help="default: the newest runs/**/best.pt, else a fresh model"
+        "--checkpoint", type=Path, help="default: runs/default's final model, else a fresh model"
     )
     parser.add_argument("--sentences", type=int, default=500, help="first N of the test split")
     parser.add_argument("--device", default="auto")
@@ -60,8 +72,7 @@ def main() -> None:
     device = resolve_device(args.device)
     config = compose_config("train", ["model=small", "decoding=beam"], TrainConfig)
     fetch_dataset(config.data, config.paths)
-    trained = sorted_checkpoints(Path(config.paths.runs_dir))
-    checkpoint = args.checkpoint or (trained[-1] if trained else None)
+    checkpoint = args.checkpoint or default_model(config.paths.runs_dir)
     if checkpoint:
         model, src_tok, tgt_tok, _ = restore_for_inference(load_checkpoint(checkpoint), device)
         origin = f"checkpoint {checkpoint}"

@@ -1,6 +1,11 @@
-"""Translate English to Japanese: `python scripts/translate.py "Hello." "How are you?"`."""
+"""Translate English to Japanese: `.venv/bin/python scripts/translate.py "Hello."`."""
 
-from llm_from_scratch.programs.translate import run
+try:
+    from llm_from_scratch.programs.translate import run
+except ModuleNotFoundError as missing:  # a Python outside the project's .venv
+    from _environment import explain_and_exit
+
+    explain_and_exit(missing)
 
 if __name__ == "__main__":
     run()

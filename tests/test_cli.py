@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from tests.decoding.builders import save_tiny_checkpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARGETS = (
@@ -84,3 +88,32 @@ def test_local_only_dataset_without_mirror_fails_in_one_line(tmp_path):
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "DATA_MIRROR" in result.stderr
+
+
+@pytest.mark.parametrize("script", ["translate.py", "evaluate.py", "train.py"])
+def test_script_outside_the_environment_says_how_to_run_it(script):
+    # -S: no site-packages, so neither the installed project nor torch, as with a system Python.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = run(sys.executable, "-S", f"scripts/{script}", "Hello.", env=env)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: {sys.executable} cannot import ")
+    assert f"run `make setup` once, then `.venv/bin/python scripts/{script} ...`" in result.stderr
+
+
+def test_make_translate_writes_only_translations(tmp_path):
+    if not (REPO_ROOT / ".venv" / ".installed").is_file():
+        pytest.skip("not installed through `make setup`")
+    checkpoint = save_tiny_checkpoint(
+        tmp_path / "best.pt", BPETokenizer.train(["hello there.", "こんにちは。"], vocab_size=300)
+    )
+    # --old-file: never (re)install from here; PY: this interpreter, with this checkout importable.
+    result = run(
+        "make", "--no-print-directory", "--old-file=.venv/.installed", f"PY={sys.executable}",
+        "translate", f"ARGS=--checkpoint {checkpoint} --device cpu",
+        input="Hello.\nHow are you?\n",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") == 2  # one line per input line, no echo of the command
+    assert "scripts/translate.py" not in result.stdout
+    assert result.stderr.startswith("model: ")

@@ -41,7 +41,7 @@ class ExtraPairs:
     """Synthetic training pairs as two files aligned by line, written like the corpus's own."""
 
     source: str  # e.g. the corpus's train source file
-    target: str  # its translations, e.g. the hypotheses.txt of `make eval ARGS="split=train"`
+    target: str  # its translations, e.g. the hypotheses.txt of `make eval ARGS="--split train"`
 
 
 @dataclass

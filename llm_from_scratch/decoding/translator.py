@@ -1,5 +1,8 @@
 """Text in, text out: cleaning, splitting over-long input, token-budget batching, search.
 
+`Translator.from_run("default")` loads a run's final model once; `translate` takes a list of texts,
+`translate_iter` any iterable, yielding each translation as soon as its group of lines is done.
+
 Input the model cannot take in one piece (longer than its positional table, or than the output
 limit a * src_len + b allows) is split into sentences, then words, then characters, translated
 piece by piece and rejoined: never cut. Characters outside the vocabulary encode as bytes, so any
@@ -10,23 +13,31 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
-from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint, restore_for_inference
+from llm_from_scratch.checkpoint import (
+    CheckpointError,
+    CheckpointSummary,
+    load_checkpoint,
+    restore_for_inference,
+    run_model,
+)
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ensemble import Ensemble
 from llm_from_scratch.device import resolve_device
-from llm_from_scratch.errors import UserError
+from llm_from_scratch.errors import ConfigError, UserError
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
-from llm_from_scratch.schema import to_schema
+from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.schema import to_data, to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 # Split points, coarsest first: after sentence-final punctuation, then between words.
@@ -34,6 +45,9 @@ _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])")
 _WORD_SPLIT = re.compile(r"(?<=\s)(?=\S)")
 _LANGUAGES_WITHOUT_SPACES = ("ja", "zh", "th")
 _BREAKING = ("Cc", "Zl", "Zp")  # Unicode categories of control characters and line breaks
+# Lines `translate_iter` translates at a time: enough for several length-sorted batches of
+# similar length, few enough that translations come out steadily.
+BATCH_LINES = 256
 
 
 class InputError(UserError):
@@ -62,15 +76,22 @@ def joiner_for(language: str) -> str:
     return "" if language in _LANGUAGES_WITHOUT_SPACES else " "
 
 
-def restore_models(
-    paths: Sequence[str | Path], device: torch.device
-) -> tuple[Seq2SeqTransformer | Ensemble, BPETokenizer, BPETokenizer, dict[str, Any]]:
+class RestoredModels(NamedTuple):
+    model: Seq2SeqTransformer | Ensemble  # one checkpoint's model, or the ensemble of several
+    src_tok: BPETokenizer
+    tgt_tok: BPETokenizer
+    config: dict[str, Any]  # the first checkpoint's run config, as plain data
+    checkpoints: list[CheckpointSummary]  # what each checkpoint holds, in order
+
+
+def restore_models(paths: Sequence[str | Path], device: torch.device) -> RestoredModels:
     """The model of one checkpoint, or the `Ensemble` of several, with the first one's tokenizers
-    and run config (plain data); every checkpoint must have the same tokenizers and source
-    style."""
-    restored = [
-        restore_for_inference(load_checkpoint(path), device, origin=str(path)) for path in paths
-    ]
+    and run config; every checkpoint must have the same tokenizers and source style."""
+    restored, summaries = [], []
+    for path in paths:
+        state = load_checkpoint(path)
+        summaries.append(CheckpointSummary.of(state, path))
+        restored.append(restore_for_inference(state, device, origin=str(path)))
     model, src_tok, tgt_tok, config = restored[0]
     for path, (_, other_src, other_tgt, other_config) in zip(paths[1:], restored[1:], strict=True):
         if (other_src.hash, other_tgt.hash) != (src_tok.hash, tgt_tok.hash):
@@ -86,11 +107,32 @@ def restore_models(
             )
     if len(restored) > 1:
         model = Ensemble([member for member, *_ in restored])
-    return model, src_tok, tgt_tok, config
+    return RestoredModels(model, src_tok, tgt_tok, config, summaries)
+
+
+def with_overrides(decode: DecodingConfig, overrides: dict[str, Any]) -> DecodingConfig:
+    """`decode` with some keys replaced, converted to their types and validated."""
+    known = [field.name for field in fields(DecodingConfig)]
+    for key in overrides:
+        if key not in known:
+            raise ConfigError(
+                f"decoding.{key} is not a decoding setting; they are {', '.join(known)}"
+            )
+    try:
+        return to_schema({**to_data(decode), **overrides}, DecodingConfig)
+    except ConfigError as error:
+        if str(error).startswith("decoding."):
+            raise  # the schema's own check names the key
+        settings = " ".join(f"decoding.{key}={value}" for key, value in overrides.items())
+        raise ConfigError(f"{settings}: {error}") from None
 
 
 class Translator:
-    """Translates batches of texts with a model and its tokenizers."""
+    """Translates texts with a model and its tokenizers, loaded once:
+
+    translator = Translator.from_run("default", beam_size=5)
+    translator.translate(["Hello.", "How are you?"])[0].text
+    """
 
     def __init__(
         self,
@@ -101,6 +143,7 @@ class Translator:
         joiner: str = "",
         use_cache: bool = True,
         source_style: str = "raw",
+        checkpoints: Sequence[CheckpointSummary] = (),
     ) -> None:
         self.model = model.eval()
         self.src_tok = src_tok
@@ -110,6 +153,7 @@ class Translator:
         self.use_cache = use_cache
         self.source_style = source_style  # the training corpus's (data.corpus.source_style)
         self.device = next(model.parameters()).device
+        self.checkpoints = list(checkpoints)  # what was loaded, for the user to be told
         # Longest source piece (EOS excluded) whose output limit a * (n + 1) + b still fits the
         # positional table, so the limit never silently truncates a translation.
         positions = model.cfg.max_positions
@@ -127,24 +171,45 @@ class Translator:
         device: str = "auto",
         decode: DecodingConfig | None = None,
         ensemble: Sequence[str | Path] = (),
-        **overrides: int,
+        **decoding: Any,
     ) -> Translator:
-        """Load a checkpoint; `decode` defaults to the run's own, `overrides` replace its keys.
+        """Load a checkpoint on `device` (auto: CUDA when available, else CPU).
 
-        `ensemble`: more checkpoints that decode together with `path`, averaging each step's
-        next-token probabilities (see `ensemble.py`).
+        `decode` defaults to the run's own decoding settings; `decoding` replaces some of its keys,
+        e.g. `beam_size=1` (greedy), `nbest=3`, `length_penalty=1.4`. `ensemble`: more
+        checkpoints that decode together with `path`, averaging each step's next-token
+        probabilities (see `ensemble.py`).
         """
-        model, src_tok, tgt_tok, config = restore_models([path, *ensemble], resolve_device(device))
-        decode = replace(decode or to_schema(config["decoding"], DecodingConfig), **overrides)
-        corpus = config["data"]["corpus"]
+        restored = restore_models([path, *ensemble], resolve_device(device))
+        decode = decode or to_schema(restored.config["decoding"], DecodingConfig)
+        if decoding:
+            decode = with_overrides(decode, decoding)
+        corpus = restored.config["data"]["corpus"]
         return cls(
-            model,
-            src_tok,
-            tgt_tok,
+            restored.model,
+            restored.src_tok,
+            restored.tgt_tok,
             decode,
             joiner_for(corpus["tgt_lang"]),
             source_style=corpus["source_style"],
+            checkpoints=restored.checkpoints,
         )
+
+    @classmethod
+    def from_run(
+        cls,
+        run: str = "default",
+        device: str = "auto",
+        decode: DecodingConfig | None = None,
+        ensemble: Sequence[str | Path] = (),
+        runs_dir: str | Path | None = None,
+        **decoding: Any,
+    ) -> Translator:
+        """Load the final model of the run called `run` (`make train` makes `default`): its
+        `averaged.pt`, else its `best.pt`. `runs_dir` defaults to the project's `runs/`; the other
+        arguments are those of `from_checkpoint`."""
+        path = run_model(runs_dir or PathsConfig().runs_dir, run)
+        return cls.from_checkpoint(path, device, decode, ensemble, **decoding)
 
     def translate(self, texts: Sequence[str]) -> list[Translation]:
         """One translation per text, in order; an empty (or all-space) text gives ""."""
@@ -166,6 +231,18 @@ class Translator:
         for (index, _), nbest in zip(pieces, results, strict=True):
             per_text[index].append(nbest)
         return [Translation(self._combine(piece_results)) for piece_results in per_text]
+
+    def translate_iter(
+        self, texts: Iterable[str], batch_lines: int = BATCH_LINES
+    ) -> Iterator[Translation]:
+        """The translations of `texts` in order, each yielded once its group of `batch_lines`
+        texts is done: a caller can write them out while the rest is being translated, and
+        keeps them if interrupted."""
+        if batch_lines < 1:
+            raise ValueError(f"batch_lines={batch_lines} must be at least 1")
+        texts = iter(texts)
+        while group := list(islice(texts, batch_lines)):
+            yield from self.translate(group)
 
     def _pieces(self, text: str) -> list[list[int]]:
         """Source ids of `text`, split into pieces of at most `max_src_tokens`."""

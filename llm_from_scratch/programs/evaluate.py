@@ -1,23 +1,35 @@
-"""`scripts/evaluate.py`: translate a held-out split with a checkpoint and score it.
+"""`scripts/evaluate.py`: translate a held-out split with a model and score it.
 
-    python scripts/evaluate.py checkpoint=runs/default/best.pt split=test decoding=greedy
-    python scripts/evaluate.py checkpoint=runs/a/averaged.pt ensemble=[runs/b/averaged.pt]
+    evaluate.py                                       run default's model on the test split
+    evaluate.py --run smoke --split dev --beam 1      another run, dev, greedy search
+    evaluate.py --checkpoint runs/a/best.pt --limit 100
+    evaluate.py --run a --ensemble runs/b/averaged.pt decoding.length_penalty=1.4
+    evaluate.py --cfg job                             print the composed config (Hydra's --cfg)
 
-Arguments are Hydra overrides of `configs/evaluate.yaml`. Writes `hypotheses.txt` and
-`metrics.json` to `output_dir` (default: `eval-<split>/` beside the checkpoint; for an ensemble,
-`eval-<split>-ensemble/`) and prints the scores with their sacreBLEU signatures.
+Flags pick the model, the data and the device; any other key of configs/evaluate.yaml is set as
+KEY=VALUE. Writes `hypotheses.txt` and `metrics.json` to --output-dir (default: `eval-<split>/`
+beside the checkpoint; for an ensemble, `eval-<split>-ensemble/`) and prints the scores with
+their sacreBLEU signatures; which model was loaded, with its step and dev BLEU, goes to stderr.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import MISSING
+import datasets
+import hydra
+from omegaconf import MISSING, DictConfig
+from tqdm import tqdm
 
+from llm_from_scratch.checkpoint import run_model
 from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.corpus import detokenize_ja, is_segmented, load_split
 from llm_from_scratch.data.sources import fetch_dataset
@@ -37,9 +49,28 @@ from llm_from_scratch.evaluation.report import (
     has_repeated_ngram,
     write_evaluation,
 )
-from llm_from_scratch.paths import PathsConfig
-from llm_from_scratch.programs.common import compose_config, register_schema, run_main
-from llm_from_scratch.programs.translate import newest_checkpoint
+from llm_from_scratch.paths import PathsConfig, config_dir
+from llm_from_scratch.programs.arguments import (
+    DEFAULT_RUN,
+    HYDRA_CFG_OPTIONS,
+    HYDRA_OPTIONS,
+    Parser,
+    UsageError,
+    add_model_arguments,
+    option_name,
+    options_first,
+    positive_int,
+    quoted,
+    refuse_flag_key,
+    refuse_unknown_option,
+    without_flags,
+)
+from llm_from_scratch.programs.common import (
+    compose_config,
+    exit_on_user_error,
+    register_schema,
+    run_main,
+)
 from llm_from_scratch.schema import to_schema
 
 
@@ -47,8 +78,9 @@ from llm_from_scratch.schema import to_schema
 class EvaluateConfig:
     """`configs/evaluate.yaml`."""
 
-    checkpoint: str | None = None  # None: the newest run's final model
-    # More checkpoints that decode together with `checkpoint`, averaging each step's next-token
+    run: str = DEFAULT_RUN  # whose final model to score when `checkpoint` is None
+    checkpoint: str | None = None
+    # More checkpoints that decode together with the model, averaging each step's next-token
     # probabilities; they must share its tokenizers.
     ensemble: list[str] = field(default_factory=list)
     split: str = "test"
@@ -70,19 +102,27 @@ register_schema("evaluate_schema", EvaluateConfig)
 
 
 def main(argv: Sequence[str]) -> int:
-    if {"-h", "--help"} & set(argv):
-        print(__doc__)
-        return 0
-    config = load_config(argv)
-    runs_dir = Path(config.paths.runs_dir)
-    checkpoint = Path(config.checkpoint) if config.checkpoint else newest_checkpoint(runs_dir)
-    model, src_tok, tgt_tok, run = restore_models(
-        [checkpoint, *config.ensemble], resolve_device(config.device)
-    )
-    data = config.data or to_schema(run["data"], DataConfig)
+    overrides = parse_args(argv)
+    if any(option_name(arg) in HYDRA_OPTIONS for arg in overrides):
+        return hand_to_hydra(overrides)
+    return evaluate(load_config(overrides))
+
+
+def evaluate(config: EvaluateConfig) -> int:
+    """Translate `config.split` with the model `config` names, score it, write the results."""
+    checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
+    restored = restore_models([checkpoint, *config.ensemble], resolve_device(config.device))
+    for summary in restored.checkpoints:
+        print(f"model: {summary}", file=sys.stderr)
+    data = config.data or to_schema(restored.config["data"], DataConfig)
     translator = Translator(
-        model, src_tok, tgt_tok, config.decoding, joiner_for(data.corpus.tgt_lang)
+        restored.model,
+        restored.src_tok,
+        restored.tgt_tok,
+        config.decoding,
+        joiner_for(data.corpus.tgt_lang),
     )
+    datasets.disable_progress_bars()  # stderr has the translation's own
     fetch_dataset(data, config.paths)
     pairs = load_split(data, config.split, config.paths)
     if config.limit is not None:
@@ -91,7 +131,18 @@ def main(argv: Sequence[str]) -> int:
     sources, references = list(pairs["src"]), list(pairs["tgt"])
 
     start = time.perf_counter()
-    translations = translator.translate(sources)
+    with tqdm(
+        total=len(sources),
+        desc=f"translating {config.split}",
+        unit="sentence",
+        disable=not sys.stderr.isatty(),
+        file=sys.stderr,
+        dynamic_ncols=True,
+    ) as bar:
+        translations = []
+        for translation in translator.translate_iter(sources):
+            translations.append(translation)
+            bar.update(1)
     seconds = time.perf_counter() - start
 
     metrics = {
@@ -113,9 +164,102 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def load_config(argv: Sequence[str]) -> EvaluateConfig:
-    """Compose `configs/evaluate.yaml` with the overrides in `argv`."""
-    return compose_config("evaluate", argv, EvaluateConfig)
+def parse_args(argv: Sequence[str]) -> list[str]:
+    """The command line as Hydra overrides: the flags turned into the keys they set, then the
+    KEY=VALUE overrides and Hydra's own options, in their order."""
+    parser = _Parser(
+        prog="evaluate.py",
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1].capitalize(),
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    add_model_arguments(parser)
+    parser.add_argument("--split", choices=SPLITS, help="the split to score (default: test)")
+    parser.add_argument(
+        "--limit", type=positive_int, metavar="N", help="score only the first N sentences"
+    )
+    parser.add_argument(
+        "--output-dir", metavar="DIR", help="where to write hypotheses.txt and metrics.json"
+    )
+    parser.add_argument(
+        "--data",
+        metavar="NAME",
+        help="score on configs/data/NAME.yaml's corpus (default: the one the model was trained on)",
+    )
+    args, rest = parser.parse_known_args(argv)
+    options = {option_name(arg): arg for arg in rest if arg.startswith("-")}
+    for option, arg in options.items():
+        if option not in HYDRA_OPTIONS + HYDRA_CFG_OPTIONS:
+            refuse_unknown_option(arg, parser.prog)
+        if option in HYDRA_CFG_OPTIONS and not {"--cfg", "-c"} & options.keys():
+            raise UsageError(f"{option} needs --cfg")
+    for arg in rest:
+        refuse_flag_key(arg)
+    flags = {
+        "run": quoted(args.run),
+        "checkpoint": args.checkpoint and quoted(args.checkpoint),
+        "ensemble": args.ensemble and "[" + ",".join(map(quoted, args.ensemble)) + "]",
+        "device": quoted(args.device),
+        "decoding.beam_size": args.beam,
+        "split": args.split,
+        "limit": args.limit,
+        "output_dir": args.output_dir and quoted(args.output_dir),
+        "data": args.data,
+    }
+    return [f"{key}={value}" for key, value in flags.items() if value] + rest
+
+
+def hand_to_hydra(overrides: Sequence[str]) -> int:
+    """Let Hydra answer its own options (`--cfg`, `--info`, shell completion)."""
+    sys.argv = [sys.argv[0], *options_first(overrides)]
+    if "COMP_LINE" in os.environ:  # a shell completion query: Hydra completes KEY=VALUE
+        os.environ["COMP_LINE"] = without_flags(os.environ["COMP_LINE"])
+    _hydra_main()  # prints what was asked and returns without evaluating
+    return 0
+
+
+class _Parser(Parser):
+    def format_help(self) -> str:
+        return super().format_help() + "\n" + keys_help()
+
+
+def keys_help() -> str:
+    """The config keys without a flag, with their defaults, for `--help`."""
+    decoding = asdict(load_config([]).decoding)
+    presets = sorted(path.stem for path in (config_dir() / "decoding").glob("*.yaml"))
+    corpora = sorted(path.stem for path in (config_dir() / "data").glob("*.yaml"))
+    paths = ", ".join(f"paths.{key}" for key in asdict(PathsConfig()) if key != "run_dir")
+    settings = [
+        f"decoding={'|'.join(presets)}",
+        *(f"decoding.{k}={v}" for k, v in decoding.items()),
+    ]
+    lines = [
+        "other settings, as KEY=VALUE (defaults shown; --cfg job prints them all):",
+        *textwrap.wrap("  ".join(settings), 96, initial_indent="  ", subsequent_indent="  "),
+        f"  {paths}",
+        *textwrap.wrap(
+            f"data.* (with --data NAME: any key of that config, e.g. data.mirror=DIR); "
+            f"the NAMEs: {', '.join(corpora)}",
+            96,
+            initial_indent="  ",
+            subsequent_indent="    ",
+        ),
+        "Hydra's options: --cfg job|all [--resolve], --info, -sc install=bash (shell completion)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def load_config(overrides: Sequence[str]) -> EvaluateConfig:
+    """Compose `configs/evaluate.yaml` with Hydra `overrides` and validate it."""
+    return compose_config("evaluate", overrides, EvaluateConfig)
+
+
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="evaluate")
+def _hydra_main(cfg: DictConfig) -> None:
+    """Hydra's entry point, for its own options (`--cfg`, `--info`, shell completion)."""
+    with exit_on_user_error():
+        evaluate(to_schema(cfg, EvaluateConfig))
 
 
 def score(

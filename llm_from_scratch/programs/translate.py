@@ -1,12 +1,17 @@
 """`scripts/translate.py`: translate arguments, a file, piped stdin, or an interactive prompt.
 
-    python scripts/translate.py "Hello." "How are you?"    one output line per argument
-    python scripts/translate.py --input news.txt           one output line per input line
-    cat news.txt | python scripts/translate.py             the same, from stdin
-    python scripts/translate.py                            at a terminal: an interactive prompt
-    python scripts/translate.py --checkpoint a.pt --ensemble b.pt "Hello."   two models as one
+    translate.py "Hello." "How are you?"          one output line per argument
+    translate.py --input news.txt > news.ja       one output line per input line
+    cat news.txt | translate.py > news.ja         the same, from stdin
+    translate.py                                  at a terminal: an interactive prompt
+    translate.py --run smoke --beam 1 "Hello."    another run's model, greedy search
+    translate.py decoding.length_penalty=1.4 "Hello."   any key of the run's decoding config
 
-With --nbest N > 1 each input gives N lines `<input line number>\\t<score>\\t<translation>`.
+The model is the final one of run `default` (runs/default/averaged.pt, else best.pt) unless
+--run or --checkpoint says otherwise; which one, with its step and dev BLEU, goes to stderr.
+Translations of a file or stdin are written as they are done, in input order, so an interrupted
+run keeps what it translated. With --nbest N > 1 each input gives N lines
+`<input line number>\\t<score>\\t<translation>`.
 """
 
 from __future__ import annotations
@@ -15,85 +20,119 @@ import argparse
 import io
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from llm_from_scratch.checkpoint import CheckpointError
-from llm_from_scratch.decoding.translator import InputError, Translation, Translator
+from tqdm import tqdm
+
+from llm_from_scratch.decoding.translator import BATCH_LINES, InputError, Translation, Translator
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.programs.arguments import (
+    Parser,
+    UsageError,
+    add_model_arguments,
+    override,
+    positive_int,
+    refuse_flag_key,
+    refuse_unknown_option,
+)
 from llm_from_scratch.programs.common import run_main
+
+_DECODING_PREFIX = "decoding."
 
 
 def main(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(argv)
-    overrides = {"beam_size": args.beam, "nbest": args.nbest}
-    translator = Translator.from_checkpoint(
-        args.checkpoint or newest_checkpoint(Path(PathsConfig().runs_dir)),
-        device=args.device,
-        ensemble=args.ensemble,
-        **{key: value for key, value in overrides.items() if value is not None},
-    )
+    args, decoding = parse_args(argv)
+    translator = load_translator(args, decoding)
     if isinstance(sys.stdout, io.TextIOWrapper):
         # Translations are Japanese: write UTF-8 whatever the locale says.
         sys.stdout.reconfigure(encoding="utf-8", errors="replace")
     try:
         if args.texts:
-            _print(translator.translate(args.texts))
+            write(translator.translate_iter(args.texts, args.batch_lines))
         elif args.input is not None:
-            _print(translator.translate(read_lines(args.input.read_bytes(), str(args.input))))
+            lines = read_lines(args.input.read_bytes(), str(args.input))
+            write_with_progress(translator, lines, args.batch_lines)
         elif not sys.stdin.isatty():
-            _print(translator.translate(read_lines(sys.stdin.buffer.read(), "stdin")))
+            write_with_progress(
+                translator, read_lines(sys.stdin.buffer.read(), "stdin"), args.batch_lines
+            )
         else:
             _interactive(translator)
     except BrokenPipeError:  # e.g. `| head`: the reader left, nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # what was translated is written already
         return 130
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="translate.py", description="Translate English to Japanese."
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, str]]:
+    """The flags, and the `decoding.KEY=VALUE` overrides as {KEY: VALUE}."""
+    parser = _parser()
+    args, unknown = parser.parse_known_intermixed_args(argv)
+    for arg in unknown:
+        refuse_unknown_option(arg, parser.prog)
+    texts, decoding = [], {}
+    for text in args.texts:
+        refuse_flag_key(text)
+        parsed = override(text)
+        if parsed and parsed[0].startswith(_DECODING_PREFIX):
+            decoding[parsed[0].removeprefix(_DECODING_PREFIX)] = parsed[1]
+        else:
+            texts.append(text)
+    if texts and args.input is not None:
+        raise UsageError("give texts to translate or --input FILE, not both")
+    args.texts = texts
+    return args, decoding
+
+
+def load_translator(args: argparse.Namespace, decoding: dict[str, str]) -> Translator:
+    """The translator the flags ask for; which checkpoints it loaded goes to stderr."""
+    overrides = {"beam_size": args.beam, "nbest": args.nbest, **decoding}
+    options = {
+        "device": args.device,
+        "ensemble": args.ensemble,
+        **{key: value for key, value in overrides.items() if value is not None},
+    }
+    if args.checkpoint:
+        translator = Translator.from_checkpoint(args.checkpoint, **options)
+    else:
+        translator = Translator.from_run(args.run, **options)
+    for checkpoint in translator.checkpoints:
+        print(f"model: {checkpoint}", file=sys.stderr)
+    return translator
+
+
+def _parser() -> Parser:
+    parser = Parser(
+        prog="translate.py",
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1].capitalize(),
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
-    parser.add_argument("texts", nargs="*", help="texts to translate, one output line each")
-    parser.add_argument("--input", type=Path, help="file to translate, one sentence per line")
-    parser.add_argument("--checkpoint", type=Path, help="default: the newest best.pt under runs/")
     parser.add_argument(
-        "--ensemble",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="CHECKPOINT",
-        help="another checkpoint to decode with, as one model (repeatable; same tokenizers)",
+        "texts",
+        nargs="*",
+        metavar="TEXT",
+        help="texts to translate, one output line each; decoding.KEY=VALUE sets a decoding key",
     )
-    parser.add_argument("--beam", type=int, help="beam size (1: greedy); default: the run's")
-    parser.add_argument("--nbest", type=int, help="translations printed per input")
-    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda:0")
+    parser.add_argument(
+        "--input", type=Path, metavar="FILE", help="file to translate, one sentence per line"
+    )
+    add_model_arguments(parser)
+    parser.add_argument(
+        "--nbest", type=positive_int, metavar="N", help="translations printed per input"
+    )
+    parser.add_argument(
+        "--batch-lines",
+        type=positive_int,
+        default=BATCH_LINES,
+        metavar="N",
+        help=f"lines translated, then written, at a time (default: {BATCH_LINES})",
+    )
     return parser
-
-
-def sorted_checkpoints(runs_dir: Path) -> list[Path]:
-    """Every `best.pt` under `runs_dir`, oldest first."""
-    return sorted(runs_dir.glob("**/best.pt"), key=lambda path: path.stat().st_mtime)
-
-
-def newest_checkpoint(runs_dir: Path) -> Path:
-    """The newest run's final model: its `averaged.pt` when it kept snapshots, else `best.pt`.
-
-    The newest run is the one whose `best.pt` was written last. On dev the average of the last
-    snapshots usually beats the best single checkpoint on dev, hence the preference.
-    """
-    candidates = sorted_checkpoints(runs_dir)
-    if not candidates:
-        raise CheckpointError(
-            f"no --checkpoint given and no best.pt under {runs_dir}/: train a model first "
-            "(make train) or pass --checkpoint PATH"
-        )
-    averaged = candidates[-1].with_name("averaged.pt")
-    return averaged if averaged.is_file() else candidates[-1]
 
 
 def read_lines(data: bytes, origin: str) -> list[str]:
@@ -111,14 +150,29 @@ def read_lines(data: bytes, origin: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def _print(translations: list[Translation]) -> None:
+def write_with_progress(translator: Translator, lines: list[str], batch_lines: int) -> None:
+    """Translate and write `lines`, with a progress bar on stderr when it tells something: the
+    output goes to a file or a pipe (at a terminal the translations show the progress), stderr
+    is a terminal, and there is more than one group of lines."""
+    show = sys.stderr.isatty() and not sys.stdout.isatty() and len(lines) > batch_lines
+    with tqdm(
+        total=len(lines), unit="line", disable=not show, file=sys.stderr, dynamic_ncols=True
+    ) as bar:
+        write(translator.translate_iter(lines, batch_lines), bar.update)
+
+
+def write(
+    translations: Iterable[Translation], written: Callable[[int], object] = lambda count: None
+) -> None:
+    """Print each translation as it comes, flushed, so that an interrupted run keeps it;
+    `written(1)` after each."""
     for line_number, translation in enumerate(translations, start=1):
         if len(translation.candidates) <= 1:
-            print(translation.text)
-            continue
-        for candidate in translation.candidates:
-            print(f"{line_number}\t{candidate.score:.4f}\t{candidate.text}")
-    sys.stdout.flush()
+            print(translation.text, flush=True)
+        else:
+            for candidate in translation.candidates:
+                print(f"{line_number}\t{candidate.score:.4f}\t{candidate.text}", flush=True)
+        written(1)
 
 
 def _interactive(translator: Translator) -> None:
@@ -133,7 +187,7 @@ def _interactive(translator: Translator) -> None:
             print("error: that line is not valid UTF-8", file=sys.stderr)
             continue
         try:
-            _print(translator.translate([line]))
+            write(translator.translate([line]))
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
 

@@ -69,3 +69,12 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> dict
     }
     save_checkpoint(output, averaged)
     return averaged
+
+
+def record_dev_scores(
+    path: str | Path, averaged: dict[str, Any], step: int, metrics: dict[str, float]
+) -> None:
+    """Rewrite the average `averaged` at `path` with the step its snapshots end at and its dev
+    scores, in the keys of a training checkpoint, so that translate and evaluate can say which
+    model they use."""
+    save_checkpoint(path, {**averaged, "progress": {"step": step}, "metrics": metrics})

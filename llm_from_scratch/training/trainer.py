@@ -37,6 +37,7 @@ from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.training.averaging import (
     average_checkpoints,
+    record_dev_scores,
     snapshot_path,
     snapshot_paths,
 )
@@ -433,6 +434,7 @@ class Trainer:
         self.model.load_state_dict(averaged["model"])
         metrics = validator.run(self.progress.step, log, tag="dev_averaged")
         self.model.load_state_dict(trained)
+        record_dev_scores(self.run_dir / "averaged.pt", averaged, self.progress.step, metrics)
         summary = ", ".join(f"{name} {value:.2f}" for name, value in metrics.items())
         logger.info("averaged.pt (%d snapshots): dev %s", len(paths), summary)
 

@@ -16,7 +16,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from torch.nn.utils.rnn import pad_sequence
 
-from llm_from_scratch.checkpoint import inference_state, save_checkpoint
+from llm_from_scratch.checkpoint import inference_state, load_checkpoint, save_checkpoint
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.programs.train import TrainConfig
@@ -97,6 +97,20 @@ def save_tiny_checkpoint(path: Path, tok: BPETokenizer) -> Path:
     torch.manual_seed(0)
     model = Seq2SeqTransformer(config.model, tok.vocab_size, tok.vocab_size, tok.pad_id)
     save_checkpoint(path, inference_state(model, tok, tok, config))
+    return path
+
+
+def save_run_checkpoint(
+    path: Path, tok: BPETokenizer, step: int, dev_metrics: dict[str, float], averaged: int = 0
+) -> Path:
+    """A tiny checkpoint as training writes it: with the step and dev scores it was saved at;
+    `averaged` > 0: an `averaged.pt` of that many snapshots."""
+    save_tiny_checkpoint(path, tok)
+    state = load_checkpoint(path)
+    state.update(progress={"step": step}, metrics=dev_metrics)
+    if averaged:
+        state["averaged_from"] = [f"snapshots/step-{n}.pt" for n in range(averaged)]
+    save_checkpoint(path, state)
     return path
 
 

@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.checkpoint import CheckpointError
+from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import ROOT_VARIABLE
 from llm_from_scratch.programs import translate as translate_cli
+
+from .builders import save_run_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,21 +82,6 @@ def test_nbest_above_beam_is_a_config_error(monkeypatch, capsys, checkpoint):
         translate_cli.main(["--checkpoint", str(checkpoint), "--beam", "2", "--nbest", "4", "x"])
 
 
-def test_newest_runs_averaged_or_best_checkpoint_is_the_default(tmp_path):
-    for index, run in enumerate(["a", "b/nested", "c"]):
-        path = tmp_path / run / "best.pt"
-        path.parent.mkdir(parents=True)
-        path.touch()
-        os.utime(path, (1000 + index, 1000 + [0, 5, 2][index]))
-    assert translate_cli.newest_checkpoint(tmp_path) == tmp_path / "b/nested/best.pt"
-    (tmp_path / "c/averaged.pt").touch()  # an older run's average does not win
-    assert translate_cli.newest_checkpoint(tmp_path) == tmp_path / "b/nested/best.pt"
-    (tmp_path / "b/nested/averaged.pt").touch()
-    assert translate_cli.newest_checkpoint(tmp_path) == tmp_path / "b/nested/averaged.pt"
-    with pytest.raises(CheckpointError, match="make train"):
-        translate_cli.newest_checkpoint(tmp_path / "empty")
-
-
 def test_hostile_stdin_is_translated_line_by_line(checkpoint):
     lines = ["😀 emoji", "", "tab\tand\x00nul\x1b[31m", "x" * 3000, "word " * 400, "\u2028", "."]
     result = run_script(["--checkpoint", str(checkpoint)], "\n".join(lines).encode() + b"\n")
@@ -116,13 +104,152 @@ def test_bad_input_is_one_line_error(checkpoint, args, stdin, message):
         args = ["--checkpoint", str(checkpoint), *args]
     result = run_script(args, stdin)
     assert result.returncode == 2
-    assert b"Traceback" not in result.stderr
-    assert result.stderr.startswith(b"error: ") and result.stderr.count(b"\n") == 1
-    assert message in result.stderr
+    # One line: the error, after the line saying which model was loaded when it was.
+    *before, error = result.stderr.decode("utf-8", "replace").splitlines()
+    assert all(line.startswith("model: ") for line in before) and len(before) <= 1
+    assert error.startswith("error: ")
+    assert message.decode() in error
 
 
-def test_no_checkpoint_anywhere_is_one_line_error(tmp_path):
+def test_no_model_anywhere_is_one_line_error(tmp_path):
     # The default runs directory hangs off the project root, wherever the script is started.
     result = run_script(["hi"], cwd=tmp_path, env={ROOT_VARIABLE: str(tmp_path)})
     assert result.returncode == 2
-    assert result.stderr.startswith(b"error: no --checkpoint given")
+    assert result.stderr.decode() == (
+        f"error: no run 'default' with averaged.pt or best.pt under {tmp_path / 'runs'} (no run "
+        "has a model yet); `make train` makes the run `default`\n"
+    )
+
+
+def test_help_describes_the_real_default_model(capsys):
+    with pytest.raises(SystemExit) as exit_status:
+        translate_cli.main(["--help"])
+    assert exit_status.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "final model of runs/NAME/: its averaged.pt, else its best.pt (default NAME: default"
+        in (help_text)
+    )
+    assert "newest" not in help_text
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["checkpoint=a.pt", "Hi."], "write `--checkpoint a.pt`, not `checkpoint=a.pt`"),
+        (["beam=3", "Hi."], "write `--beam 3`, not `beam=3`"),
+        (["--decoding.beam_size=3", "Hi."], "write `decoding.beam_size=3` without the dashes"),
+        (["--output_dir", "x", "Hi."], "unknown option --output_dir: the flag is --output-dir"),
+        (["--run", "a", "--checkpoint", "b.pt"], "not allowed with argument --run"),
+        (["--beam", "0", "Hi."], "argument --beam: 0 must be at least 1"),
+        (["--input", "a.txt", "Hi."], "texts to translate or --input FILE, not both"),
+        (["decoding.beam=2", "Hi."], "decoding.beam is not a decoding setting"),
+        (["decoding.length_penalty=high", "Hi."], "decoding.length_penalty=high: Value 'high'"),
+    ],
+)
+def test_the_other_spelling_is_refused_with_the_right_one(checkpoint, args, message):
+    if "--run" not in args and "--checkpoint" not in args:
+        args = ["--checkpoint", str(checkpoint), *args]
+    with pytest.raises(UserError) as error:
+        translate_cli.main(args)
+    assert message in str(error.value)
+
+
+def test_decoding_keys_are_set_as_key_value(monkeypatch, capsys, checkpoint):
+    args = ["--checkpoint", str(checkpoint), "decoding.beam_size=3", "Hi.", "decoding.nbest=2"]
+    status, lines = run_main(monkeypatch, capsys, args)
+    assert status == 0
+    assert [line.split("\t")[0] for line in lines] == ["1", "1"]  # one input, two candidates
+
+
+def test_interrupt_keeps_what_was_translated(monkeypatch, capsys, checkpoint, tmp_path):
+    texts = [f"sentence {n}." for n in range(7)]
+    source = tmp_path / "in.txt"
+    source.write_text("".join(f"{text}\n" for text in texts), encoding="utf-8")
+    expected = Translator.from_checkpoint(checkpoint, "cpu").translate_iter(texts[:4], 2)
+    translate, groups = Translator.translate, []
+
+    def interrupted_at_the_third_group(self, texts):
+        groups.append(texts)
+        if len(groups) == 3:
+            raise KeyboardInterrupt
+        return translate(self, texts)
+
+    monkeypatch.setattr(Translator, "translate", interrupted_at_the_third_group)
+    args = ["--checkpoint", str(checkpoint), "--input", str(source), "--batch-lines", "2"]
+    status, lines = run_main(monkeypatch, capsys, args)
+    assert status == 130
+    assert lines == [t.text for t in expected]
+
+
+def unbuffered_off() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+
+
+def test_a_killed_run_keeps_the_lines_it_wrote(checkpoint, tmp_path):
+    source = tmp_path / "in.txt"
+    # Few enough lines that all their translations fit in the pipe's buffer (the untrained model
+    # writes about 140 bytes a line): unflushed, they would all come at exit, none before.
+    lines = [f"line {n} of a long file." for n in range(50)]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "translate.py"), "--checkpoint", str(checkpoint),
+         "--input", str(source), "--batch-lines", "1", "--device", "cpu"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        # Buffered as for a user, whatever this environment says.
+        env={**unbuffered_off(), "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    first = [process.stdout.readline() for _ in range(3)]  # written before the rest is done
+    process.kill()
+    written = b"".join(first) + process.stdout.read()
+    process.wait()
+    kept = written.decode("utf-8").split("\n")[:-1]  # a last line cut mid-write is not counted
+    assert 3 <= len(kept) < len(lines)
+    translator = Translator.from_checkpoint(checkpoint, "cpu")
+    assert kept == [t.text for t in translator.translate_iter(lines[: len(kept)], batch_lines=1)]
+
+
+def test_progress_bar_goes_to_stderr_only(monkeypatch, capsys, checkpoint, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("Hello.\nBye.\nGood night.\n", encoding="utf-8")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a terminal watching...
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)  # ...output going to a file
+    args = ["--checkpoint", str(checkpoint), "--input", str(source), "--batch-lines", "1"]
+    status = translate_cli.main(args)
+    captured = capsys.readouterr()
+    assert status == 0
+    assert len(captured.out.split("\n")) == 4
+    assert "3/3" in captured.err and "line" in captured.err
+    assert captured.err.startswith("model: ")
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch, tokenizer):
+    """A project root with runs `default` (best.pt at step 300) and, written later, `smoke`."""
+    monkeypatch.setenv(ROOT_VARIABLE, str(tmp_path))
+    runs = tmp_path / "runs"
+    for name, step in (("default", 300), ("smoke", 40)):
+        save_run_checkpoint(runs / name / "best.pt", tokenizer, step, {"bleu": step / 10})
+    return runs
+
+
+def test_default_model_is_run_default_not_the_newest(monkeypatch, capsys, runs):
+    assert translate_cli.main(["Hi."]) == 0
+    loaded = Path(runs / "default" / "best.pt").resolve()
+    assert capsys.readouterr().err == f"model: {loaded} (step 300, greedy dev BLEU 30.0)\n"
+
+
+def test_run_picks_a_run_and_prefers_its_averaged_model(monkeypatch, capsys, runs, tokenizer):
+    save_run_checkpoint(runs / "smoke" / "averaged.pt", tokenizer, 40, {"bleu": 4.5}, averaged=3)
+    translate_cli.main(["--run", "smoke", "Hi."])
+    stderr = capsys.readouterr().err
+    assert stderr.startswith(f"model: {(runs / 'smoke' / 'averaged.pt').resolve()} (")
+    assert "(average of 3 snapshots, step 40, greedy dev BLEU 4.5)" in stderr
+
+
+def test_missing_run_lists_the_runs_there_are(runs):
+    with pytest.raises(
+        CheckpointError, match=r"no run 'tiny' .* \(runs with a model: default, smoke\)"
+    ):
+        translate_cli.main(["--run", "tiny", "Hi."])

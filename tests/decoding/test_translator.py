@@ -99,3 +99,30 @@ def test_input_is_put_in_the_training_corpus_source_style(copy_model, tokenizer)
     as_typed, as_in_corpus = styled.translate(["The Cat."])[0], raw.translate(["the cat ."])[0]
     assert as_typed.candidates[0].tokens == as_in_corpus.candidates[0].tokens
     assert raw.translate(["The Cat."])[0].candidates[0].tokens != as_typed.candidates[0].tokens
+
+
+def test_streamed_translations_equal_the_batch_ones_in_order(copy_model, tokenizer):
+    texts = ["the cat sat.", "", "a dog ran to the park.", "これはテストです。", "mat", "the the"]
+    translator = Translator(copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3, nbest=2))
+
+    def outputs(translations):  # scores may differ in the last bit with the batch's make-up
+        return [
+            [(c.text, c.tokens, pytest.approx(c.score)) for c in t.candidates] for t in translations
+        ]
+
+    expected = outputs(translator.translate(texts))
+    for batch_lines in (1, 4, 100):
+        assert outputs(translator.translate_iter(iter(texts), batch_lines)) == expected
+
+
+def test_streaming_translates_a_group_only_when_asked_for_it(translator, monkeypatch):
+    groups = []
+    translate = translator.translate
+    monkeypatch.setattr(
+        translator, "translate", lambda texts: groups.append(texts) or translate(texts)
+    )
+    stream = translator.translate_iter(["a", "b", "c", "d", "e"], batch_lines=2)
+    assert next(stream).candidates is not None
+    assert groups == [["a", "b"]]  # the first translation comes before the rest is translated
+    assert len(list(stream)) == 4
+    assert groups == [["a", "b"], ["c", "d"], ["e"]]

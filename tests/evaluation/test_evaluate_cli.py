@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from llm_from_scratch.decoding.translator import Candidate, Translation
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.evaluation.metrics import bleu
 from llm_from_scratch.programs import evaluate as evaluate_cli
+from llm_from_scratch.programs.arguments import UsageError
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from tests.decoding.builders import save_tiny_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +62,78 @@ def test_bad_overrides_are_config_errors(override, message):
         evaluate_cli.load_config([override])
 
 
+def test_flags_set_the_keys_they_name():
+    odd_path = "runs/it's a, b=c\\.pt"  # quotes, spaces, commas, = and a backslash survive
+    config = evaluate_cli.load_config(
+        evaluate_cli.parse_args(
+            ["--checkpoint", odd_path, "--ensemble", "b.pt", "--ensemble", "c d.pt", "--beam", "2",
+             "--split", "dev", "--limit", "7", "--output-dir", "out dir", "--device", "cpu",
+             "decoding.length_penalty=1.4"]
+        )
+    )  # fmt: skip
+    assert config.checkpoint == odd_path
+    assert config.ensemble == ["b.pt", "c d.pt"]
+    assert (config.decoding.beam_size, config.decoding.length_penalty) == (2, 1.4)
+    assert (config.split, config.limit, config.output_dir, config.device) == (
+        "dev", 7, "out dir", "cpu"
+    )  # fmt: skip
+    assert evaluate_cli.load_config(evaluate_cli.parse_args([])).run == "default"
+    assert evaluate_cli.load_config(evaluate_cli.parse_args(["--run", "smoke"])).run == "smoke"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["checkpoint=a.pt"], "write `--checkpoint a.pt`, not `checkpoint=a.pt`"),
+        (["split=dev"], "write `--split dev`, not `split=dev`"),
+        (["ensemble=[a.pt]"], "write `--ensemble [a.pt]`"),
+        (["--decoding.length_penalty=2"], "write `decoding.length_penalty=2` without the dashes"),
+        (["--output_dir=x"], "unknown option --output_dir=x: the flag is --output-dir"),
+        (["--split", "train2"], "argument --split: invalid choice: 'train2'"),
+        (["--resolve"], "--resolve needs --cfg"),
+    ],
+)
+def test_the_other_spelling_is_refused_with_the_right_one(args, message):
+    with pytest.raises(UsageError) as error:
+        evaluate_cli.main(args)
+    assert message in str(error.value)
+
+
+def test_help_lists_the_flags_and_the_keys(capsys):
+    with pytest.raises(SystemExit) as exit_status:
+        evaluate_cli.main(["--help"])
+    assert exit_status.value.code == 0
+    help_text = capsys.readouterr().out
+    for flag in ("--run", "--checkpoint", "--ensemble", "--beam", "--split", "--output-dir"):
+        assert flag in help_text
+    for key in ("decoding=beam|greedy", "decoding.length_penalty=1.0", "paths.runs_dir", "--cfg"):
+        assert key in help_text
+
+
+def test_hydra_cfg_shows_the_flags_as_keys():
+    result = subprocess.run(
+        [sys.executable, "scripts/evaluate.py", "--run", "smoke", "--cfg", "job", "--beam", "1",
+         "decoding.length_penalty=2.0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    config = yaml.safe_load(result.stdout)
+    assert config["run"] == "smoke"
+    assert config["decoding"]["beam_size"] == 1
+    assert config["decoding"]["length_penalty"] == 2.0
+
+
+def test_shell_completion_ignores_the_flags():
+    line = "python scripts/evaluate.py --run smoke --split=dev decoding.len"
+    result = subprocess.run(
+        [sys.executable, "scripts/evaluate.py", "-sc", "query=bash"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "COMP_LINE": line},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["decoding.length_penalty="]
+
+
 @pytest.mark.parametrize("detokenize", [True, False])
 def test_evaluate_writes_hypotheses_and_metrics(
     checkpoint, corpus_mirror, tmp_path, capsys, detokenize
@@ -61,12 +141,17 @@ def test_evaluate_writes_hypotheses_and_metrics(
     out = tmp_path / "out"
     status = evaluate_cli.main(
         [
-            f"checkpoint={checkpoint}",
-            "split=test",
+            "--checkpoint",
+            str(checkpoint),
+            "--split",
+            "test",
             "decoding=greedy",
-            "limit=12",
-            f"output_dir={out}",
-            "data=small_parallel_enja",
+            "--limit",
+            "12",
+            "--output-dir",
+            str(out),
+            "--data",
+            "small_parallel_enja",
             f"data.mirror={corpus_mirror}",
             f"paths.raw_dir={tmp_path / 'raw'}",
             f"paths.cache_dir={tmp_path / 'cache'}",
@@ -84,23 +169,29 @@ def test_evaluate_writes_hypotheses_and_metrics(
     assert 0 <= metrics["hit_max_len"] <= 12
     assert metrics["sentences_per_second"] > 0
     assert ("bleu_segmented" in metrics) == (not detokenize)
-    assert "tok:ja-mecab" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "tok:ja-mecab" in captured.out
+    assert captured.err == f"model: {checkpoint.resolve()} (step not recorded)\n"
 
 
 def test_ensemble_is_recorded_and_of_one_checkpoint_twice_scores_like_it(
     checkpoint, corpus_mirror, tmp_path
 ):
     common = [
-        f"checkpoint={checkpoint}",
-        "decoding=greedy",
-        "limit=8",
-        "data=small_parallel_enja",
+        "--checkpoint",
+        str(checkpoint),
+        "--beam",
+        "1",
+        "--limit",
+        "8",
+        "--data",
+        "small_parallel_enja",
         f"data.mirror={corpus_mirror}",
         f"paths.raw_dir={tmp_path / 'raw'}",
         f"paths.cache_dir={tmp_path / 'cache'}",
     ]
-    assert evaluate_cli.main([*common, f"output_dir={tmp_path / 'single'}"]) == 0
-    assert evaluate_cli.main([*common, f"ensemble=[{checkpoint}]"]) == 0
+    assert evaluate_cli.main([*common, "--output-dir", str(tmp_path / "single")]) == 0
+    assert evaluate_cli.main([*common, "--ensemble", str(checkpoint)]) == 0
     ensemble_dir = checkpoint.parent / "eval-test-ensemble"
     metrics = json.loads((ensemble_dir / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["ensemble"] == [str(checkpoint)]

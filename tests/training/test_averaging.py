@@ -12,6 +12,7 @@ import torch
 
 from llm_from_scratch.checkpoint import (
     CheckpointError,
+    CheckpointSummary,
     load_checkpoint,
     restore_for_inference,
 )
@@ -64,6 +65,13 @@ def test_run_keeps_its_newest_snapshots_and_writes_their_average(trained_run):
     assert all(torch.equal(last[k], snapshots[-1][k]) for k in last)
     model, *_ = restore_for_inference(averaged)
     assert not model.training
+
+
+def test_average_records_its_step_and_dev_scores(trained_run):
+    # What translate and evaluate report about the model they load.
+    summary = CheckpointSummary.of(load_checkpoint(trained_run / "averaged.pt"), "averaged.pt")
+    assert (summary.step, summary.averaged_from) == (10, 3)
+    assert summary.dev_bleu is not None and 0.0 <= summary.dev_bleu <= 100.0
 
 
 def test_averaging_refuses_checkpoints_of_other_models(trained_run, tmp_path):
