@@ -38,7 +38,12 @@ from llm_from_scratch.evaluation.report import (
     write_evaluation,
 )
 from llm_from_scratch.paths import PathsConfig
-from llm_from_scratch.programs.common import compose_config, register_schema, run_main
+from llm_from_scratch.programs.common import (
+    check_output_dir,
+    compose_config,
+    register_schema,
+    run_main,
+)
 from llm_from_scratch.programs.translate import newest_checkpoint
 from llm_from_scratch.schema import to_schema
 
@@ -76,6 +81,9 @@ def main(argv: Sequence[str]) -> int:
     config = load_config(argv)
     runs_dir = Path(config.paths.runs_dir)
     checkpoint = Path(config.checkpoint) if config.checkpoint else newest_checkpoint(runs_dir)
+    default_dir = f"eval-{config.split}{'-ensemble' if config.ensemble else ''}"
+    output_dir = Path(config.output_dir or checkpoint.parent / default_dir)
+    check_output_dir(output_dir, "output_dir")  # before decoding, which takes a while
     model, src_tok, tgt_tok, run = restore_models(
         [checkpoint, *config.ensemble], resolve_device(config.device)
     )
@@ -106,8 +114,6 @@ def main(argv: Sequence[str]) -> int:
         "seconds": seconds,
         "sentences_per_second": len(translations) / seconds if seconds > 0 else None,
     }
-    default_dir = f"eval-{config.split}{'-ensemble' if config.ensemble else ''}"
-    output_dir = Path(config.output_dir or checkpoint.parent / default_dir)
     write_evaluation(output_dir, [t.text for t in translations], metrics)
     _print_summary(metrics, output_dir)
     return 0

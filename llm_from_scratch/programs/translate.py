@@ -27,6 +27,8 @@ from llm_from_scratch.programs.common import run_main
 
 def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.input is not None:
+        check_input_file(args.input)  # before the model loads, which takes a while
     overrides = {"beam_size": args.beam, "nbest": args.nbest}
     translator = Translator.from_checkpoint(
         args.checkpoint or newest_checkpoint(Path(PathsConfig().runs_dir)),
@@ -73,6 +75,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--nbest", type=int, help="translations printed per input")
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda:0")
     return parser
+
+
+def check_input_file(path: Path) -> None:
+    """Refuse an --input that cannot be read (missing, a directory, unreadable)."""
+    try:
+        with path.open("rb"):
+            pass
+    except IsADirectoryError:
+        raise InputError(f"--input {path} is a directory, not a file of sentences") from None
+    except OSError as error:
+        raise InputError(f"--input {path}: {error.strerror}") from None
 
 
 def sorted_checkpoints(runs_dir: Path) -> list[Path]:
