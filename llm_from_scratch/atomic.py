@@ -1,18 +1,39 @@
-"""Atomic file writes: readers see the old file or the complete new one, never a partial one."""
+"""Atomic file writes: readers see the old file or the complete new one, never a partial one.
+
+A write goes to a temporary file beside its destination, `.<name>.<8 random characters>`, that
+replaces the destination only once complete. A process killed mid-write leaves that temporary
+behind; `temporary_files` finds such leftovers for whoever owns the directory to delete.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from llm_from_scratch.errors import UserError
+
+# `tempfile` names its files prefix + 8 characters of this alphabet.
+_TEMPORARY_NAME = re.compile(r"\.(?P<destination>.+)\.[a-z0-9_]{8}")
+# torch.save writing to a file reports a failed write as a RuntimeError of its zip writer.
+_TORCH_WRITE_FAILURE = "PytorchStreamWriter failed writing file"
+
+
+class DiskFullError(UserError):
+    """A write ran out of space; the file it was to replace is unchanged."""
+
 
 @contextmanager
 def atomic_writer(destination: str | Path) -> Iterator[IO[bytes]]:
-    """A temporary binary file beside `destination` that replaces it only if the block succeeds."""
+    """A temporary binary file beside `destination` that replaces it only if the block succeeds.
+
+    When the disk fills up, the temporary file is removed and `DiskFullError` says where."""
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     file = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed below, renamed on success)
@@ -23,11 +44,50 @@ def atomic_writer(destination: str | Path) -> Iterator[IO[bytes]]:
             yield file
             file.flush()
             os.fsync(file.fileno())
-    except BaseException:
+    except BaseException as error:
         Path(file.name).unlink(missing_ok=True)
+        if _is_disk_full(error):
+            raise DiskFullError(_disk_full_message(destination)) from None
         raise
     os.chmod(file.name, 0o666 & ~_umask())  # temporary files are private; the result should not be
     os.replace(file.name, destination)
+
+
+def temporary_files(directory: str | Path) -> list[Path]:
+    """The temporary files of `atomic_writer` in `directory`: only a killed write leaves one."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(
+        path
+        for path in directory.iterdir()
+        if _TEMPORARY_NAME.fullmatch(path.name) and path.is_file()
+    )
+
+
+def _is_disk_full(error: BaseException | None) -> bool:
+    """Whether `error`, or an error it was raised while handling, says the disk is full (torch
+    raises its own RuntimeError while handling the OSError of a full disk)."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if isinstance(error, RuntimeError) and _TORCH_WRITE_FAILURE in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _disk_full_message(destination: Path) -> str:
+    free = shutil.disk_usage(destination.parent).free
+    kept = (
+        f"the previous {destination.name} is unchanged"
+        if destination.exists()
+        else "nothing was written"
+    )
+    return (
+        f"cannot write {destination}: the disk is full ({free:,} bytes free in "
+        f"{destination.parent}); {kept}. Free some space and run the command again"
+    )
 
 
 def _umask() -> int:

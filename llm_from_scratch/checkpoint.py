@@ -37,18 +37,23 @@ class CheckpointError(UserError):
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
-    """Write `state` atomically: a crash mid-write never leaves half a checkpoint behind."""
+    """Write `state` atomically: a crash mid-write never leaves half a checkpoint behind, and a
+    full disk is a one-line `DiskFullError` that keeps the previous file."""
     with atomic_writer(path) as file:
         torch.save({**state, "format_version": FORMAT_VERSION}, file)
 
 
-def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load a checkpoint written by `save_checkpoint`, with a clear error for a bad file."""
+def load_checkpoint(
+    path: str | Path, map_location: str | torch.device = "cpu", mmap: bool = False
+) -> dict[str, Any]:
+    """Load a checkpoint written by `save_checkpoint`, with a clear error for a bad file.
+
+    `mmap`: map the tensors rather than read them, for a look at the other entries."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as error:  # torch raises several types for truncated or foreign files
         raise CheckpointError(
             f"checkpoint {path} cannot be read (truncated or not a checkpoint of this project): "

@@ -87,6 +87,18 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
         (["tokenizer.vocab_size=100"], "tokenizer.vocab_size=100"),
         (["data.source=ftp"], "data.source='ftp'"),
         (["data.extra_train=[{source: a.en}]"], "missing mandatory value: target"),
+        # Out-of-range values are refused, never clamped into range.
+        (["training.warmup_steps=-1"], "training.warmup_steps=-1 must be at least 0"),
+        (["training.keep_snapshots=-2"], "training.keep_snapshots=-2 must be at least 0"),
+        (["training.patience=0"], "training.patience=0 must be at least 1"),
+        (["training.max_time=0"], "training.max_time='0' must be longer than zero"),
+        (["training.lr=0"], "training.lr=0.0 must be positive"),
+        (["decoding.length_penalty=-1"], "decoding.length_penalty=-1.0 must not be negative"),
+        (["decoding.max_len_b=0"], "decoding.max_len_b=0 >= 1"),
+        (["model.max_positions=0"], "model.max_positions=0 must be at least 1"),
+        (["tokenizer.character_coverage=0"], "tokenizer.character_coverage=0.0 must be in"),
+        (["data.corpus.test_fraction=-0.1"], "data.corpus.test_fraction=-0.1 must be in"),
+        (["data.loading.num_workers=-1"], "data.loading.num_workers=-1 must not be negative"),
     ],
 )
 def test_invalid_values_are_named(compose_config, overrides, message):

@@ -102,6 +102,16 @@ class CorpusConfig:
         """The held-out splits that are cut from train, since no file names them."""
         return [split for split in ("dev", "test") if not self.splits.get(split)]
 
+    @property
+    def file_names(self) -> list[str]:
+        """The files its splits name in the dataset directory (none for a hub dataset)."""
+        if self.format == "hub":
+            return []
+        if self.format == "parallel":
+            langs = (self.src_lang, self.tgt_lang)
+            return [f"{stem}.{lang}" for stem in self.splits.values() for lang in langs]
+        return list(self.splits.values())
+
 
 @dataclass
 class CleaningConfig:

@@ -3,6 +3,7 @@
 Every format goes through `datasets`, so large corpora are memory-mapped Arrow tables rather than
 Python lists. Alignment is checked, never assumed: parallel files of different lengths and TSV
 lines without exactly one tab are errors, because a shifted corpus trains silently but badly.
+So are empty files and text that is not UTF-8, named with the file and the line.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import datasets
 import numpy as np
+from datasets.exceptions import DatasetGenerationError
 
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.source_style import prepare_source
@@ -50,7 +52,20 @@ def load_split(cfg: DataConfig, split: str, paths: PathsConfig) -> datasets.Data
         pairs = _read(cfg, paths, cfg.corpus.splits[split])
     else:
         pairs = _carve(cfg, _read(cfg, paths, cfg.corpus.splits["train"]), split)
+    if len(pairs) == 0:
+        raise CorpusError(_empty_split(cfg, split))
     return _in_corpus_style(cfg, pairs)
+
+
+def _empty_split(cfg: DataConfig, split: str) -> str:
+    message = f"the {split} split of {cfg.name} has no pairs"
+    if split in cfg.corpus.carved_splits:
+        fraction = getattr(cfg.corpus, f"{split}_fraction")
+        return (
+            f"{message}: data.corpus.{split}_fraction={fraction} of its train file is none; "
+            f"raise it, or name a {split} file in data.corpus.splits"
+        )
+    return message
 
 
 def load_extra_train(cfg: DataConfig, paths: PathsConfig) -> datasets.Dataset | None:
@@ -152,10 +167,7 @@ def _split_tab(lines: list[str]) -> dict[str, list[str]]:
 
 def _read_jsonl(cfg: DataConfig, paths: PathsConfig, root: Path, name: str) -> datasets.Dataset:
     path = _existing(root / name)
-    table = datasets.load_dataset(
-        "json", data_files=str(path), split="train", cache_dir=_hf_cache(paths)
-    )
-    return _select_columns(table, cfg, str(path))
+    return _select_columns(_load_file("json", path, paths), cfg, str(path))
 
 
 def _read_hub(cfg: DataConfig, paths: PathsConfig, root: Path, split: str) -> datasets.Dataset:
@@ -209,9 +221,36 @@ def _detokenize(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
 
 
 def _load_lines(paths: PathsConfig, path: Path) -> datasets.Dataset:
-    return datasets.load_dataset(
-        "text", data_files=str(path), split="train", cache_dir=_hf_cache(paths)
-    )
+    return _load_file("text", path, paths)
+
+
+def _load_file(builder: str, path: Path, paths: PathsConfig) -> datasets.Dataset:
+    """One file through `datasets`' `builder` ("text", "json"), its faults as one line."""
+    if path.stat().st_size == 0:
+        raise CorpusError(f"{path} is empty: every file of a corpus needs sentence pairs")
+    if builder == "json":  # pyarrow's JSON reader lets bad UTF-8 through, to fail far from here
+        _check_utf8(path)
+    try:
+        return datasets.load_dataset(
+            builder, data_files=str(path), split="train", cache_dir=_hf_cache(paths)
+        )
+    except DatasetGenerationError as error:
+        _check_utf8(path)
+        cause = error.__cause__ or error.__context__ or error
+        raise CorpusError(f"{path} cannot be read: {str(cause).splitlines()[0]}") from None
+
+
+def _check_utf8(path: Path) -> None:
+    """Name the first line of `path` that is not UTF-8, and its first bad byte."""
+    with path.open("rb") as file:
+        for number, line in enumerate(file, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise CorpusError(
+                    f"{path} is not valid UTF-8: line {number} has the byte "
+                    f"0x{line[error.start]:02x}; save the file as UTF-8"
+                ) from None
 
 
 def _hf_cache(paths: PathsConfig) -> str:

@@ -48,7 +48,9 @@ def fetch_dataset(cfg: DataConfig, paths: PathsConfig) -> Path:
         _fetch_hub(cfg, target, mirror)
         return target
     target.mkdir(parents=True, exist_ok=True)
-    for file in cfg.files:
+    # A local dataset may list no files (configs/data/local_*.yaml): its splits name them.
+    files = cfg.files or [DataFile(name) for name in cfg.corpus.file_names]
+    for file in files:
         destination = target / file.name
         if destination.is_file() and _matches(destination, file):
             continue
@@ -58,8 +60,9 @@ def fetch_dataset(cfg: DataConfig, paths: PathsConfig) -> Path:
             download(file.url, destination, file)
         else:
             raise DataSourceError(
-                f"{cfg.name}/{file.name} has no download URL (the dataset is local-only); set "
-                f"DATA_MIRROR (or data.mirror) to a directory that holds {cfg.name}/{file.name}"
+                f"{destination} not found, and the dataset is local-only (no download URL): put "
+                f"the file there, or set DATA_MIRROR (or data.mirror) to a directory that holds "
+                f"{cfg.name}/{file.name}"
             )
     return target
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 from hydra import compose, initialize_config_dir
@@ -38,6 +39,15 @@ def run_main(main: Callable[[Sequence[str]], int]) -> None:
 def register_schema(name: str, schema: type) -> None:
     """Make `schema` available to the defaults list of a primary config as `name`."""
     ConfigStore.instance().store(name=name, node=schema)
+
+
+def check_output_dir(path: Path, key: str) -> None:
+    """Refuse an output directory that a file is in the way of, naming the setting `key`."""
+    for existing in (path, *path.parents):
+        if existing.exists():
+            if not existing.is_dir():
+                raise ConfigError(f"{key}={path} cannot be a directory: {existing} is a file")
+            return
 
 
 def compose_config(config_name: str, overrides: Sequence[str], schema: type[Schema]) -> Schema:

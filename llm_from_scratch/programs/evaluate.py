@@ -66,6 +66,7 @@ from llm_from_scratch.programs.arguments import (
     without_flags,
 )
 from llm_from_scratch.programs.common import (
+    check_output_dir,
     compose_config,
     exit_on_user_error,
     register_schema,
@@ -111,6 +112,9 @@ def main(argv: Sequence[str]) -> int:
 def evaluate(config: EvaluateConfig) -> int:
     """Translate `config.split` with the model `config` names, score it, write the results."""
     checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
+    default_dir = f"eval-{config.split}{'-ensemble' if config.ensemble else ''}"
+    output_dir = Path(config.output_dir or checkpoint.parent / default_dir)
+    check_output_dir(output_dir, "output_dir")  # before decoding, which takes a while
     restored = restore_models([checkpoint, *config.ensemble], resolve_device(config.device))
     for summary in restored.checkpoints:
         print(f"model: {summary}", file=sys.stderr)
@@ -157,8 +161,6 @@ def evaluate(config: EvaluateConfig) -> int:
         "seconds": seconds,
         "sentences_per_second": len(translations) / seconds if seconds > 0 else None,
     }
-    default_dir = f"eval-{config.split}{'-ensemble' if config.ensemble else ''}"
-    output_dir = Path(config.output_dir or checkpoint.parent / default_dir)
     write_evaluation(output_dir, [t.text for t in translations], metrics)
     _print_summary(metrics, output_dir)
     return 0

@@ -43,6 +43,8 @@ _DECODING_PREFIX = "decoding."
 
 def main(argv: Sequence[str]) -> int:
     args, decoding = parse_args(argv)
+    if args.input is not None:
+        check_input_file(args.input)  # before the model loads, which takes a while
     translator = load_translator(args, decoding)
     if isinstance(sys.stdout, io.TextIOWrapper):
         # Translations are Japanese: write UTF-8 whatever the locale says.
@@ -133,6 +135,17 @@ def _parser() -> Parser:
         help=f"lines translated, then written, at a time (default: {BATCH_LINES})",
     )
     return parser
+
+
+def check_input_file(path: Path) -> None:
+    """Refuse an --input that cannot be read (missing, a directory, unreadable)."""
+    try:
+        with path.open("rb"):
+            pass
+    except IsADirectoryError:
+        raise InputError(f"--input {path} is a directory, not a file of sentences") from None
+    except OSError as error:
+        raise InputError(f"--input {path}: {error.strerror}") from None
 
 
 def read_lines(data: bytes, origin: str) -> list[str]:

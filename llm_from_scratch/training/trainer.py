@@ -23,11 +23,9 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from llm_from_scratch.checkpoint import (
-    CheckpointError,
     build_model,
     check_compatible,
     inference_state,
-    load_checkpoint,
     load_weights,
     save_checkpoint,
 )
@@ -48,12 +46,15 @@ from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler
 from llm_from_scratch.training.precision import Precision, select_precision
+from llm_from_scratch.training.run_dir import (
+    check_stopping_settings,
+    discard_snapshots_after,
+    is_finished,
+    load_last,
+)
 from llm_from_scratch.training.validation import Validator
 
 logger = logging.getLogger(__name__)
-
-# What `last.pt` holds beyond an inference checkpoint, to continue a run exactly.
-TRAINING_STATE = ("optimizer", "scheduler", "scaler", "progress", "rng")
 
 
 class TrainingError(UserError):
@@ -72,6 +73,7 @@ class Progress:
     best_bleu: float = -1.0
     evals_without_improvement: int = 0
     nonfinite_in_a_row: int = 0
+    finished: bool = False  # the run stopped: running it again trains nothing
 
 
 @dataclass
@@ -205,6 +207,13 @@ class Trainer:
     def fit(self) -> dict[str, float]:
         """Train the planned steps (or until max_epochs or early stopping); return dev metrics."""
         self.resume()
+        if self.progress.finished:
+            logger.info(
+                "%s is finished at step %d: nothing to train", self.run_dir, self.progress.step
+            )
+            return {}
+        if self.dist.is_main:
+            discard_snapshots_after(self.run_dir, self.progress.step)
         validator = (
             Validator(self.model, self.data, self.precision, self.config)
             if (self.dist.is_main)
@@ -248,9 +257,12 @@ class Trainer:
                         self._save_best_if_improved(metrics)
                         window = LogWindow()  # tokens/s measures training, not validation
                     stop = self._early_stop(stop)
+                self.progress.finished = stop
                 if step % self.schedule.save_every == 0 or stop:
-                    self.save("last.pt")
+                    # The snapshot first: a run killed between the two writes resumes from the
+                    # previous last.pt and writes this snapshot again, so it averages the same.
                     self._snapshot(step)
+                    self.save("last.pt")
                 if stop:
                     break
         finally:
@@ -443,17 +455,12 @@ class Trainer:
         path = self.run_dir / "last.pt"
         if not path.exists():
             return
-        state = load_checkpoint(path, map_location=self.device)
-        missing = [key for key in TRAINING_STATE if key not in state]
-        if missing:
-            raise CheckpointError(
-                f"{path} is not a training checkpoint (it lacks {', '.join(missing)}): a "
-                "weights-only file (a snapshot, averaged.pt) cannot resume training; move it "
-                "away, or use another name (or paths.run_dir) to start a new run"
-            )
+        state = load_last(path, map_location=self.device)
         check_compatible(state, self.config.model, self.data.src_tok, self.data.tgt_tok, path)
         load_weights(self.model, state["model"], str(path))
+        check_stopping_settings(state, self.cfg, path)
         self.progress = Progress(**state["progress"])
+        self.progress.finished = is_finished(state)  # also for files from before the flag
         if self.progress.planned_steps:
             self._use_schedule(Schedule.of(self.cfg, self.progress.planned_steps))
         self.optimizer.load_state_dict(state["optimizer"])

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import datasets
@@ -199,3 +200,61 @@ def test_extra_train_files_must_exist_and_align(tmp_path, tiny_enja, tiny_paths)
     tiny_enja.extra_train = [ExtraPairs(str(tmp_path / "extra.en"), str(tmp_path / "extra.ja"))]
     with pytest.raises(CorpusError, match=r"extra\.en has 2 lines but .*extra\.ja has 1"):
         load_extra_train(tiny_enja, tiny_paths)
+
+
+@pytest.mark.parametrize(
+    ("format_", "train", "files", "bad_file"),
+    [
+        ("tsv", "train.tsv", {"train.tsv": [b"a\t\xe3\x81\x82", b"caf\xe9\tx"]}, "train.tsv"),
+        ("parallel", "train", {"train.en": [b"a", b"caf\xe9"], "train.ja": [b"x"] * 2}, "train.en"),
+        ("jsonl", "t.jsonl", {"t.jsonl": [b'{"en": "a", "ja": "b"}', b'{"en":"\xe9"}']}, "t.jsonl"),
+    ],
+)  # fmt: skip
+def test_invalid_utf8_names_the_file_and_the_line(
+    tmp_path, local_config, paths, format_, train, files, bad_file
+):
+    (tmp_path / "bad").mkdir()
+    for name, lines in files.items():
+        (tmp_path / "bad" / name).write_bytes(b"\n".join(lines) + b"\n")
+    cfg = local_config("bad", corpus={"format": format_, "splits": {"train": train}})
+    with pytest.raises(CorpusError) as error:
+        load_split(cfg, "train", paths)
+    assert str(error.value) == (
+        f"{tmp_path / 'bad' / bad_file} is not valid UTF-8: line 2 has the byte 0xe9; save the "
+        "file as UTF-8"
+    )
+
+
+@pytest.mark.parametrize("format_", ["tsv", "jsonl"])
+@pytest.mark.parametrize("split", ["train", "dev"])
+def test_an_empty_file_is_named(tmp_path, local_config, paths, format_, split):
+    (tmp_path / "empty").mkdir()
+    good = "a\tb\n" if format_ == "tsv" else '{"en": "a", "ja": "b"}\n'
+    names = {"train": f"train.{format_}", "dev": f"dev.{format_}"}
+    for name in names.values():
+        (tmp_path / "empty" / name).write_text("" if name == names[split] else good)
+    cfg = local_config("empty", corpus={"format": format_, "splits": names})
+    with pytest.raises(CorpusError, match=rf"{names[split]} is empty: every file of a corpus"):
+        load_split(cfg, split, paths)
+
+
+def test_a_split_carved_to_nothing_is_named(tmp_path, local_config, paths):
+    (tmp_path / "few").mkdir()
+    (tmp_path / "few" / "train.tsv").write_text("".join(f"s{i}\tt{i}\n" for i in range(10)))
+    cfg = local_config("few", corpus={"format": "tsv", "splits": {"train": "train.tsv"}})
+    assert len(load_split(cfg, "train", paths)) == 10  # 1% of 10 pairs rounds to none
+    with pytest.raises(CorpusError, match=r"dev split of few has no pairs: .*dev_fraction=0\.01"):
+        load_split(cfg, "dev", paths)
+
+
+def test_local_tsv_config_with_only_a_train_file_carves_dev_and_test(compose_config, tmp_path):
+    from llm_from_scratch.programs.train import TrainConfig
+    from llm_from_scratch.schema import to_schema
+
+    config = to_schema(compose_config("train", ["data=local_tsv"]), TrainConfig)
+    (tmp_path / config.data.name).mkdir()
+    lines = "".join(f"s{i}\tt{i}\n" for i in range(1000))
+    (tmp_path / config.data.name / "train.tsv").write_text(lines)
+    paths = dataclasses.replace(config.paths, raw_dir=str(tmp_path), cache_dir=str(tmp_path))
+    sizes = [len(load_split(config.data, split, paths)) for split in ("train", "dev", "test")]
+    assert sizes == [980, 10, 10]

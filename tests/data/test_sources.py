@@ -152,3 +152,24 @@ def test_shipped_configs_match_the_corpus_mirror(compose_config, corpus_mirror, 
         directory = fetch_dataset(cfg, config.paths)
         assert directory == dataset_dir(cfg, config.paths) == tmp_path / name
         assert sorted(p.name for p in directory.iterdir()) == sorted(f.name for f in cfg.files)
+
+
+def test_local_dataset_without_a_file_list_copies_the_files_its_splits_name(tmp_path, monkeypatch):
+    mirror = tmp_path / "mirror"
+    (mirror / "mine").mkdir(parents=True)
+    for name in ("train.en", "train.ja", "dev.en", "dev.ja", "unrelated.txt"):
+        (mirror / "mine" / name).write_text(name)
+    monkeypatch.setenv("DATA_MIRROR", str(mirror))
+    corpus = CorpusConfig(format="parallel", splits={"train": "train", "dev": "dev"})
+    target = fetch_dataset(
+        DataConfig(name="mine", source="local", corpus=corpus), raw_paths(tmp_path / "raw")
+    )
+    assert sorted(path.name for path in target.iterdir()) == [
+        "dev.en", "dev.ja", "train.en", "train.ja",
+    ]  # fmt: skip
+    monkeypatch.delenv("DATA_MIRROR")
+    (target / "dev.ja").unlink()
+    with pytest.raises(DataSourceError, match=r"dev\.ja not found, .*put the file there"):
+        fetch_dataset(
+            DataConfig(name="mine", source="local", corpus=corpus), raw_paths(tmp_path / "raw")
+        )

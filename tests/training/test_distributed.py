@@ -33,15 +33,22 @@ def test_two_process_gloo_ddp_trains(copy_corpus, tmp_path):
         "training.dev_bleu_sentences=8",
     ]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    result = subprocess.run(
-        [*torchrun, "scripts/train.py", *overrides],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*torchrun, "scripts/train.py", *overrides],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    result = run()  # rank 0 holds the run directory's lock for the job; rank 1 does not ask
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("step 6: dev") == 1  # the summary comes from rank 0 only
     state = load_checkpoint(run_dir / "last.pt")
     assert state["progress"]["step"] == 6
     assert len(list((run_dir / "tensorboard").glob("events.out.tfevents.*"))) == 1
+    again = run()  # every rank sees the run finished; none waits for another
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.count("is finished at step 6") == 1

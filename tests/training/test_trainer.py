@@ -109,15 +109,25 @@ def test_resume_keeps_the_precision_auto_started_with(
 ):
     config, data, _ = copy_task
     started = with_trainer(
-        config, tmp_path, device="cpu", precision="auto", max_steps=2, eval_every=1000, save_every=2
+        config, tmp_path, device="cpu", precision="auto", max_steps=3, eval_every=1000, save_every=2
     )
     monkeypatch.setattr(precision_module, "cpu_bf16_is_faster", lambda: True)
-    Trainer(started, data).fit()
+    update = Trainer.update
+
+    def crash_after_step_2(trainer: Trainer, micro_batches):
+        if trainer.progress.step == 2:  # last.pt was written at step 2
+            raise Crash
+        return update(trainer, micro_batches)
+
+    monkeypatch.setattr(Trainer, "update", crash_after_step_2)
+    with pytest.raises(Crash):
+        Trainer(started, data).fit()
+    monkeypatch.setattr(Trainer, "update", update)
     assert load_checkpoint(tmp_path / "last.pt")["precision"] == "bf16"
 
     # The timing comes out the other way this time; an explicit precision still wins.
     monkeypatch.setattr(precision_module, "cpu_bf16_is_faster", lambda: False)
-    resumed = Trainer(with_trainer(started, tmp_path, precision=requested, max_steps=3), data)
+    resumed = Trainer(with_trainer(started, tmp_path, precision=requested), data)
     resumed.fit()
     assert resumed.progress.step == 3
     assert resumed.precision.name == resumed_in

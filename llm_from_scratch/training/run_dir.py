@@ -1,0 +1,311 @@
+"""A run directory that one run owns: its lock, what killed writes left, a finished run.
+
+The train program looks at the run directory, and claims it, before anything is written there
+(Hydra records the config only afterwards, see `configs/train.yaml`), so that a refused second
+run and the rerun of a finished one change no file:
+
+- `finished_run`: a run that stopped (all its steps, its epochs, or early stopping) is finished,
+  and its rerun does nothing. A finished run is not continued under other stopping settings
+  (say a larger `training.max_steps`): its learning-rate schedule was laid out for the steps it
+  had, so the longer run would be one that no uninterrupted run trains.
+- `claim`: an OS lock (flock) on `<run_dir>/.lock`, held for the whole run. The OS releases it
+  when the process ends, however it ends, so a `kill -9` leaves no stale lock; the file stays,
+  naming its last holder. Under torchrun, rank 0 holds it for the job.
+- Once the lock is held, the temporary files of writes that a kill interrupted are deleted.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llm_from_scratch.atomic import temporary_files
+from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.schema import to_data
+from llm_from_scratch.training.averaging import SNAPSHOT_DIR, snapshot_paths
+from llm_from_scratch.training.config import RunConfig, TrainingConfig
+from llm_from_scratch.training.distributed import Distributed
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+LAST = "last.pt"
+# What `last.pt` holds beyond an inference checkpoint, to continue a run exactly.
+TRAINING_STATE = ("optimizer", "scheduler", "scaler", "progress", "rng")
+# The settings that say when a run stops.
+STOPPING_SETTINGS = ("max_steps", "max_time", "max_epochs", "patience")
+NEW_RUN = "use another name (name=... or paths.run_dir=...) to start a new run"
+
+
+class RunDirError(UserError):
+    """The run directory is in use by another run, or cannot be locked."""
+
+
+class FinishedRunError(UserError):
+    """A finished run was asked to train on under other stopping settings."""
+
+
+# ---- the lock ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def claim(run_dir: Path, dist: Distributed) -> Iterator[None]:
+    """Own `run_dir` for the block: lock it (rank 0, for the whole job), then delete what killed
+    writes left there. Every rank raises `RunDirError` when another run holds it."""
+    with ExitStack() as stack:
+        refusal = None
+        if dist.is_main:
+            try:
+                stack.enter_context(_locked(run_dir))
+            except RunDirError as error:
+                refusal = error
+        if dist.any(refusal is not None):
+            raise refusal or RunDirError(f"{run_dir} is in use by another run (rank 0 says who)")
+        if dist.is_main:
+            remove_leftovers(run_dir)
+        yield
+
+
+@contextmanager
+def _locked(run_dir: Path) -> Iterator[None]:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / LOCK_FILE
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunDirError(
+                f"{run_dir} is in use by another training run ({_holder(descriptor)}): wait for "
+                f"it to end or stop it, or {NEW_RUN}"
+            ) from None
+        except OSError as error:
+            raise RunDirError(f"cannot lock {path}: {error.strerror}") from None
+        os.ftruncate(descriptor, 0)
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": _now()}
+        os.pwrite(descriptor, json.dumps(holder).encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # which releases the lock
+
+
+def _holder(descriptor: int) -> str:
+    try:
+        holder = json.loads(os.pread(descriptor, 4096, 0))
+        return f"pid {holder['pid']} on {holder['host']}, started {holder['started']}"
+    except (ValueError, KeyError, TypeError):  # it has the lock but has yet to write its name
+        return "a process that is starting"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+# ---- leftovers --------------------------------------------------------------------------------
+
+
+def remove_leftovers(run_dir: Path) -> list[Path]:
+    """Delete the temporary files of killed writes in `run_dir` and its snapshots, and hidden
+    `.pt` files (scratch, such as the time-budget probe's save). Only the lock's holder may:
+    another run's temporary files would be files it is writing."""
+    leftovers: set[Path] = set()
+    for directory in (run_dir, run_dir / SNAPSHOT_DIR):
+        leftovers.update(temporary_files(directory))
+        leftovers.update(path for path in directory.glob(".*.pt") if path.is_file())
+    for path in sorted(leftovers):
+        path.unlink(missing_ok=True)
+        logger.info("removed %s, left by a write that was killed", path)
+    return sorted(leftovers)
+
+
+def discard_snapshots_after(run_dir: Path, step: int) -> list[Path]:
+    """Delete the snapshots of steps after `step`, the step `last.pt` holds (0: none).
+
+    A snapshot is written before its step's `last.pt`, so a run killed between the two leaves a
+    snapshot that the resumed run trains to again and rewrites; removing it first keeps even a
+    resumed run whose schedule was planned anew (no `last.pt` yet) from averaging a stray one."""
+    stray = [path for path in snapshot_paths(run_dir) if _snapshot_step(path) > step]
+    for path in stray:
+        path.unlink()
+        logger.info("removed %s: it is newer than %s (step %d)", path, run_dir / LAST, step)
+    return stray
+
+
+def _snapshot_step(path: Path) -> int:
+    return int(path.stem.removeprefix("step-"))
+
+
+# ---- last.pt and a finished run ---------------------------------------------------------------
+
+
+def load_last(path: Path, map_location: str | torch.device = "cpu", mmap: bool = False) -> dict:
+    """A run's `last.pt`, checked to be a training checkpoint."""
+    state = load_checkpoint(path, map_location=map_location, mmap=mmap)
+    missing = [key for key in TRAINING_STATE if key not in state]
+    if missing:
+        raise CheckpointError(
+            f"{path} is not a training checkpoint (it lacks {', '.join(missing)}): a "
+            "weights-only file (a snapshot, averaged.pt) cannot resume training; move it "
+            f"away, or {NEW_RUN}"
+        )
+    return state
+
+
+def is_finished(state: dict[str, Any]) -> bool:
+    """Whether the run of this `last.pt` has stopped: no step of it is left to train."""
+    progress = state["progress"]
+    return bool(progress.get("finished")) or progress["step"] >= _planned_steps(state)
+
+
+def check_stopping_settings(state: dict[str, Any], cfg: TrainingConfig, path: Path) -> None:
+    """Refuse to continue a finished run: stopping settings under which it would train on (a
+    larger `max_steps`, a longer patience) are an error; others (a patience added to a run that
+    trained all its steps) leave it finished."""
+    if not is_finished(state):
+        return
+    saved = state["config"]["training"]
+    changed = [
+        f"training.{key}={getattr(cfg, key)} (it had {saved.get(key)})"
+        for key in STOPPING_SETTINGS
+        if getattr(cfg, key) != saved.get(key)
+    ]
+    if changed and not _stops_under(state, cfg):
+        raise FinishedRunError(
+            f"{path.parent} finished at step {state['progress']['step']} ({_reason(state)}); "
+            f"{', '.join(changed)} would continue a finished run, whose learning-rate schedule "
+            f"was laid out for the steps it had: to train another schedule, {NEW_RUN}"
+        )
+
+
+def _stops_under(state: dict[str, Any], cfg: TrainingConfig) -> bool:
+    """Whether a run with `cfg`'s stopping settings stops where this `last.pt` stands."""
+    saved, progress = state["config"]["training"], state["progress"]
+    if any(getattr(cfg, key) != saved.get(key) for key in ("max_steps", "max_time")):
+        return False  # another schedule: other steps
+    epochs_done = cfg.max_epochs is not None and progress.get("epoch", 0) >= cfg.max_epochs
+    patience_out = (
+        cfg.patience is not None and progress.get("evals_without_improvement", 0) >= cfg.patience
+    )
+    return progress["step"] >= _planned_steps(state) or epochs_done or patience_out
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    run_dir: Path
+    step: int
+    reason: str
+    model: Path  # what translate.py and evaluate.py use by default
+    averaging_missing: bool  # snapshots to average, but no averaged.pt: killed while averaging
+
+    def report(self) -> str:
+        lines = [
+            f"{_shown(self.run_dir)} is finished at step {self.step} ({self.reason}): nothing "
+            "to train, no file changed",
+            f"its model: {_shown(self.model)}",
+            "translate with: python scripts/translate.py --checkpoint "
+            f'{_shown(self.model)} "Hello."',
+        ]
+        if self.averaging_missing:
+            lines.append(
+                "averaged.pt is missing (the run was stopped while writing it); write it with: "
+                f"python scripts/average_checkpoints.py --run-dir {_shown(self.run_dir)}"
+            )
+        return "\n".join(lines)
+
+
+def finished_run(run_dir: Path, config: RunConfig) -> FinishedRun | None:
+    """The run in `run_dir` when it has finished (None: it has steps left, or none yet).
+
+    Raises `FinishedRunError` when `config` describes another run (another model, tokenizer or
+    corpus) or would continue this one."""
+    path = run_dir / LAST
+    if not path.is_file():
+        return None
+    state = load_last(path, mmap=True)  # the tensors are not needed, only the progress
+    if not is_finished(state):
+        return None
+    differences = _run_differences(state["config"], to_data(config))
+    if differences:
+        raise FinishedRunError(
+            f"{run_dir} finished at step {state['progress']['step']} as another run (its "
+            f"settings != this command's): {'; '.join(differences)}; {NEW_RUN}"
+        )
+    check_stopping_settings(state, config.training, path)
+    averaged, best = run_dir / "averaged.pt", run_dir / "best.pt"
+    keep = state["config"]["training"].get("keep_snapshots", 0)
+    return FinishedRun(
+        run_dir=run_dir,
+        step=state["progress"]["step"],
+        reason=_reason(state),
+        model=averaged if averaged.is_file() else best if best.is_file() else path,
+        averaging_missing=(
+            keep >= 2 and len(snapshot_paths(run_dir)) >= 2 and not averaged.is_file()
+        ),
+    )
+
+
+def _run_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """The settings that make another run (its model, tokenizers, corpus) that differ."""
+    differences = []
+    for section in ("model", "tokenizer", "data.corpus", "data.name"):
+        old, new = _flat(_get(saved, section), section), _flat(_get(current, section), section)
+        differences += [
+            f"{key}: {old.get(key)!r} != {new.get(key)!r}"
+            for key in sorted(set(old) | set(new))
+            if old.get(key) != new.get(key)
+        ]
+    return differences
+
+
+def _get(config: dict[str, Any], dotted: str) -> Any:
+    for key in dotted.split("."):
+        config = config.get(key, {}) if isinstance(config, dict) else {}
+    return config
+
+
+def _flat(value: Any, prefix: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        return {prefix: value}
+    return {
+        key: leaf
+        for name, item in value.items()
+        for key, leaf in _flat(item, f"{prefix}.{name}").items()
+    }
+
+
+def _planned_steps(state: dict[str, Any]) -> int:
+    return state["progress"].get("planned_steps") or state["config"]["training"]["max_steps"]
+
+
+def _reason(state: dict[str, Any]) -> str:
+    progress, training = state["progress"], state["config"]["training"]
+    steps = _planned_steps(state)
+    if progress["step"] >= steps:
+        return f"it trained all its {steps} steps"
+    patience = training.get("patience")
+    if patience and progress.get("evals_without_improvement", 0) >= patience:
+        return f"early stopping: no dev BLEU improvement in {patience} evaluations"
+    max_epochs = training.get("max_epochs")
+    if max_epochs and progress.get("epoch", 0) >= max_epochs:
+        return f"it trained its {max_epochs} epochs"
+    return "it stopped"
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the current directory when it lies below it, as a user would type it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
