@@ -48,7 +48,11 @@ def test_evaluate_output_dir_under_a_file_is_refused_before_decoding(tmp_path):
     (tmp_path / "a_file").write_text("")
     output_dir = tmp_path / "a_file" / "eval"
     result = run(
-        "scripts/evaluate.py", f"checkpoint={tmp_path / 'no.pt'}", f"output_dir={output_dir}"
+        "scripts/evaluate.py",
+        "--checkpoint",
+        str(tmp_path / "no.pt"),
+        "--output-dir",
+        str(output_dir),
     )
     assert one_line_error(result) == (
         f"error: output_dir={output_dir} cannot be a directory: {tmp_path / 'a_file'} is a file"

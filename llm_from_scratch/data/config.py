@@ -107,10 +107,10 @@ class CorpusConfig:
         """The files its splits name in the dataset directory (none for a hub dataset)."""
         if self.format == "hub":
             return []
+        named = [location for location in self.splits.values() if location]
         if self.format == "parallel":
-            langs = (self.src_lang, self.tgt_lang)
-            return [f"{stem}.{lang}" for stem in self.splits.values() for lang in langs]
-        return list(self.splits.values())
+            return [f"{stem}.{lang}" for stem in named for lang in (self.src_lang, self.tgt_lang)]
+        return named
 
 
 @dataclass
