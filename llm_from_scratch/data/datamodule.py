@@ -134,6 +134,8 @@ def prepare_splits(
         report = CleaningReport(**json.loads((directory / "report.json").read_text()))
         logger.info("tokenized data loaded from %s; cleaning %s", directory, report.summary())
         return splits, report
+    sizes = ", ".join(f"{split} {len(raw[split]):,}" for split in SPLITS)
+    logger.info("tokenizing and cleaning %s (%s pairs)", cfg.name, sizes)
     started = time.perf_counter()
     splits = {
         split: tokenize(raw[split], src_tok, tgt_tok, cfg.loading.num_proc) for split in SPLITS

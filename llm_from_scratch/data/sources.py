@@ -9,6 +9,7 @@ mistaken for a complete one.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import urllib.error
@@ -21,6 +22,8 @@ from llm_from_scratch.atomic import atomic_writer
 from llm_from_scratch.data.config import DataConfig, DataFile
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import PathsConfig
+
+logger = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20
 
@@ -49,11 +52,18 @@ def fetch_dataset(cfg: DataConfig, paths: PathsConfig) -> Path:
         return target
     target.mkdir(parents=True, exist_ok=True)
     # A local dataset may list no files (configs/data/local_*.yaml): its splits name them.
-    files = cfg.files or [DataFile(name) for name in cfg.corpus.file_names]
-    for file in files:
+    listed = cfg.files or [DataFile(name) for name in cfg.corpus.file_names]
+    missing = [
+        file
+        for file in listed
+        if not ((target / file.name).is_file() and _matches(target / file.name, file))
+    ]
+    if missing:
+        origin = f"copying from {mirror}" if mirror is not None else "downloading"
+        files = f"{len(missing)} file" + ("s" if len(missing) > 1 else "")
+        logger.info("fetching %s: %s, %s", cfg.name, files, origin)
+    for file in missing:
         destination = target / file.name
-        if destination.is_file() and _matches(destination, file):
-            continue
         if mirror is not None:
             _copy_from_mirror(mirror / file.name, destination, file)
         elif file.url:
@@ -115,6 +125,7 @@ def _fetch_hub(cfg: DataConfig, target: Path, mirror: Path | None) -> None:
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     if mirror is not None:
+        logger.info("fetching %s: copying it from %s", cfg.name, mirror)
         if not mirror.is_dir():
             raise DataSourceError(
                 f"{mirror} not found: DATA_MIRROR (or data.mirror) must point to a directory that "
@@ -124,6 +135,7 @@ def _fetch_hub(cfg: DataConfig, target: Path, mirror: Path | None) -> None:
         return
     import datasets  # imported here: loading it costs seconds, and only hub datasets need it
 
+    logger.info("fetching %s: downloading %s from the Hugging Face hub", cfg.name, cfg.hub_id)
     try:
         dataset = datasets.load_dataset(cfg.hub_id, cfg.hub_config)
     except (ConnectionError, OSError, FileNotFoundError) as error:

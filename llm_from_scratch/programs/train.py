@@ -2,13 +2,14 @@
 
     make train ARGS="model=base data=tanaka_graded training.max_steps=20000"
 
-A run lives in `paths.run_dir` (`runs/<name>/`); starting it again resumes from its `last.pt`,
-or, once it has finished, says so and changes nothing. One run at a time owns the directory.
+A run lives in `paths.run_dir` (`runs/<name>/`); starting it again resumes from its `last.pt`.
 """
 
 from __future__ import annotations
 
 import logging
+import shlex
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +19,15 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from llm_from_scratch.data.config import DataConfig
-from llm_from_scratch.data.datamodule import build_data
+from llm_from_scratch.data.config import SPLITS, DataConfig
+from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.model.config import ModelConfig
-from llm_from_scratch.paths import PathsConfig, config_dir
+from llm_from_scratch.paths import PathsConfig, config_dir, project_root
 from llm_from_scratch.programs.common import exit_on_user_error, register_schema
-from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
+from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers, tokenizer_paths
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.config import TrainingConfig
@@ -35,6 +36,7 @@ from llm_from_scratch.training.distributed import (
     init_distributed,
     shutdown_distributed,
 )
+from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
 from llm_from_scratch.training.run_dir import claim, finished_run
 from llm_from_scratch.training.trainer import Trainer
 
@@ -62,13 +64,16 @@ def train(config: TrainConfig, launch: DictConfig | None = None) -> dict[str, fl
     had already finished). `launch`: the config Hydra composed, recorded in `<run_dir>/.hydra/`."""
     started_at = time.perf_counter()  # a time budget counts data and tokenizer preparation too
     dist = init_distributed(resolve_device(config.training.device, "training.device").type)
-    logging.basicConfig(level=logging.INFO if dist.is_main else logging.WARNING)
+    logging.basicConfig()  # without Hydra's logging (the Python API): to stderr
+    # Hydra sets the root level for every rank; the other ranks would repeat each line.
+    logging.getLogger().setLevel(logging.INFO if dist.is_main else logging.WARNING)
     run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
     try:
         finished = finished_run(run_dir, config)  # before anything writes to run_dir
         if finished is not None:
             if dist.is_main:
-                print(finished.report())  # not logged: the log is a file of the run directory
+                # Printed, not logged: the log is a file of the run directory.
+                print(finished.report(translate_command(config, finished.model)))
             return {}
         with claim(run_dir, dist):
             if dist.is_main and launch is not None:
@@ -82,9 +87,7 @@ def _train(config: TrainConfig, dist: Distributed, started_at: float) -> dict[st
     datasets.disable_progress_bars()  # the log says what the data stage did
     if not dist.is_main:
         dist.barrier()  # let the main process train the tokenizers and fill the cache first
-    fetch_dataset(config.data, config.paths)
-    src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
-    data = build_data(config.data, src_tok, tgt_tok, config.paths)
+    data = prepare_data(config)
     if dist.is_main:
         dist.barrier()
     trainer = Trainer(config, data, dist, started_at=started_at)
@@ -97,9 +100,9 @@ def _train(config: TrainConfig, dist: Distributed, started_at: float) -> dict[st
             trainer.run_dir,
         )
     metrics = trainer.fit()
-    if dist.is_main:
-        summary = ", ".join(f"{name} {value:.2f}" for name, value in metrics.items())
-        print(f"step {trainer.progress.step}: dev {summary}; checkpoints in {trainer.run_dir}")
+    if trainer.final is not None:
+        for line in summary(trainer.final, config, time.perf_counter() - started_at):
+            logger.info("%s", line)
     return metrics
 
 
@@ -114,6 +117,60 @@ def record_launch(cfg: DictConfig, run_dir: Path) -> None:
     OmegaConf.save(cfg, directory / "config.yaml")
     OmegaConf.save(OmegaConf.create({"hydra": hydra_cfg}), directory / "hydra.yaml")
     OmegaConf.save(hydra_cfg.overrides.task, directory / "overrides.yaml")
+
+
+def prepare_data(config: TrainConfig) -> DataModule:
+    """Fetch the data, load or train the tokenizers, tokenize and clean. Each stage logs what it
+    does when it has work to do; here, one line per stage says it is ready and how long it took."""
+    started = time.perf_counter()
+    raw_dir = fetch_dataset(config.data, config.paths)
+    logger.info("data ready: %s (%s)", shown(raw_dir), _since(started))
+    started = time.perf_counter()
+    src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
+    files = dict.fromkeys(tokenizer_paths(config.data, config.tokenizer, config.paths))
+    logger.info("tokenizers ready: %s (%s)", ", ".join(map(shown, files)), _since(started))
+    started = time.perf_counter()
+    data = build_data(config.data, src_tok, tgt_tok, config.paths)
+    sizes = ", ".join(f"{split} {len(data.splits[split]):,}" for split in SPLITS)
+    logger.info("tokenized splits ready: %s pairs (%s)", sizes, _since(started))
+    return data
+
+
+def summary(final: FinalModel, config: TrainConfig, seconds: float) -> list[str]:
+    """The last lines of a run: which model it hands over, its scores, how to use it."""
+    if final.test is None:
+        test = "test: no test pairs"
+    else:
+        test = f"test {scores_text(final.test)} (greedy, {final.test_sentences:,} sentences)"
+    return [
+        f"finished in {format_elapsed(seconds)}; the model: {shown(final.path)} "
+        f"({final.description})",
+        f"dev {scores_text(final.dev)} (greedy)",
+        test,
+        f"translate with: {translate_command(config, final.path)}",
+    ]
+
+
+def translate_command(config: TrainConfig, model: Path) -> str:
+    """The command that translates with this run's final model, from the current directory."""
+    script = project_root() / "scripts" / "translate.py"
+    by_name = Path(config.paths.run_dir or "") == config.paths.run(config.name)
+    choice = f"--run {shlex.quote(config.name)}" if by_name else f"--checkpoint {shown(model)}"
+    return f'{shown(Path(sys.executable))} {shown(script)} {choice} "Hello."'
+
+
+def shown(path: Path | str) -> str:
+    """`path` as a user would type it here: relative to the current directory when inside it."""
+    path = Path(path)
+    try:
+        text = str(path.relative_to(Path.cwd()))
+    except ValueError:
+        text = str(path)
+    return shlex.quote(text)
+
+
+def _since(started: float) -> str:
+    return f"{time.perf_counter() - started:.1f} s"
 
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="train")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,8 @@ from llm_from_scratch.programs.common import exit_on_user_error, register_schema
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -88,20 +91,29 @@ def load_or_train_tokenizers(
         texts = texts or read_train_texts(data_cfg, paths)
         return texts
 
+    corpus = data_cfg.corpus
     if tok_cfg.shared:
-        shared = _load_or_train(src_path, tok_cfg, lambda: [*train_texts()[0], *train_texts()[1]])
+        shared = _load_or_train(
+            src_path,
+            tok_cfg,
+            lambda: [*train_texts()[0], *train_texts()[1]],
+            f"shared {corpus.src_lang}-{corpus.tgt_lang}",
+        )
         return shared, shared
-    src_tok = _load_or_train(src_path, tok_cfg, lambda: train_texts()[0])
-    return src_tok, _load_or_train(tgt_path, tok_cfg, lambda: train_texts()[1])
+    src_tok = _load_or_train(src_path, tok_cfg, lambda: train_texts()[0], corpus.src_lang)
+    return src_tok, _load_or_train(tgt_path, tok_cfg, lambda: train_texts()[1], corpus.tgt_lang)
 
 
 def _load_or_train(
-    path: Path, tok_cfg: TokenizerConfig, texts: Callable[[], list[str]]
+    path: Path, tok_cfg: TokenizerConfig, texts: Callable[[], list[str]], label: str
 ) -> BPETokenizer:
     if path.is_file():
         return BPETokenizer.load(path)
+    logger.info("training the %s tokenizer: BPE, %s pieces", label, f"{tok_cfg.vocab_size:,}")
+    started = time.perf_counter()
+    sentences = texts()
     tok = BPETokenizer.train(
-        texts(),
+        sentences,
         tok_cfg.vocab_size,
         character_coverage=tok_cfg.character_coverage,
         normalization=tok_cfg.normalization,
@@ -109,6 +121,14 @@ def _load_or_train(
         special_tokens=tok_cfg.special_tokens,
     )
     tok.save(path)
+    seconds = time.perf_counter() - started
+    logger.info(
+        "trained the %s tokenizer on %s sentences in %.1f s: %s",
+        label,
+        f"{len(sentences):,}",
+        seconds,
+        path,
+    )
     return tok
 
 

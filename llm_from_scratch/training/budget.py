@@ -1,10 +1,11 @@
 """A run that fits a wall-clock budget (`training.max_time`): a schedule planned, not cut off.
 
 After a short timed probe the trainer fixes the run's step count: the most steps, up to
-`training.max_steps`, whose training, validations, checkpoint saves and final averaging fit in
-what is left of the budget. The warm-up and the snapshot interval shrink in proportion, so the
-learning rate still reaches zero at the last step and the averaged snapshots cover the same
-fraction of the run; validation keeps its interval (fewer validations leave more time to train).
+`training.max_steps`, whose training, validations, checkpoint saves, final averaging and final
+test decoding fit in what is left of the budget. The warm-up and the snapshot interval shrink in
+proportion, so the learning rate still reaches zero at the last step and the averaged snapshots
+cover the same fraction of the run; validation keeps its interval (fewer validations leave more
+time to train).
 The plan is stored in every checkpoint, so a resumed run keeps it, and a budgeted run trains the
 same weights as the step-budget run its log names.
 """
@@ -67,6 +68,7 @@ class Costs:
     validation: float
     save: float  # last.pt and a snapshot
     averaging: float  # averaged.pt from the snapshots, and its dev evaluation
+    final_test: float = 0.0  # the final model's greedy translation of the test split
 
 
 def run_seconds(schedule: Schedule, costs: Costs) -> float:
@@ -76,6 +78,7 @@ def run_seconds(schedule: Schedule, costs: Costs) -> float:
         + schedule.validations() * costs.validation
         + schedule.saves() * costs.save
         + costs.averaging
+        + costs.final_test
     )
 
 
@@ -104,9 +107,11 @@ def measure_costs(
     save: Callable[[], None],
     keep_snapshots: int,
     clock: Callable[[], float],
+    test_share: float = 0.0,
 ) -> tuple[Costs, float]:
     """Time `PROBE_STEPS` updates (`run_step` returns the tokens it trained on), a validation
-    and a save; return the costs and the training tokens per second."""
+    and a save; return the costs and the training tokens per second. `test_share`: what the
+    final test decoding costs, in validations."""
     for _ in range(PROBE_WARMUP):
         run_step()
     start = clock()
@@ -120,7 +125,13 @@ def measure_costs(
     save_seconds = clock() - start
     # Averaging reads the kept snapshots (about as long as writing them) and validates once.
     averaging = validation + keep_snapshots * save_seconds if keep_snapshots >= 2 else 0.0
-    costs = Costs(step=step, validation=validation, save=save_seconds, averaging=averaging)
+    costs = Costs(
+        step=step,
+        validation=validation,
+        save=save_seconds,
+        averaging=averaging,
+        final_test=validation * test_share,
+    )
     return costs, tokens / max(step * PROBE_STEPS, 1e-9)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
+import numpy as np
 
 
 class RunLogger:
@@ -25,13 +25,10 @@ class RunLogger:
         if self.writer is not None:
             self.writer.add_text(tag, markdown, step)
 
-    def heatmap(self, tag: str, weights: torch.Tensor, step: int) -> None:
-        """(rows, cols) weights in [0, 1] as a grey-scale image, one pixel per cell, scaled up."""
+    def image(self, tag: str, image: np.ndarray, step: int) -> None:
+        """An (height, width, 3) uint8 image, e.g. a rendered figure."""
         if self.writer is not None:
-            image = weights.float().cpu()
-            image = image / image.max().clamp(min=1e-9)
-            image = image.repeat_interleave(8, 0).repeat_interleave(8, 1)
-            self.writer.add_image(tag, image.unsqueeze(0), step, dataformats="CHW")
+            self.writer.add_image(tag, image, step, dataformats="HWC")
 
     def hparams(self, hparams: dict[str, Any], metrics: dict[str, float]) -> None:
         if self.writer is not None:

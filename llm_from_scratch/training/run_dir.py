@@ -209,18 +209,18 @@ class FinishedRun:
     model: Path  # what translate.py and evaluate.py use by default
     averaging_missing: bool  # snapshots to average, but no averaged.pt: killed while averaging
 
-    def report(self) -> str:
+    def report(self, translate_command: str) -> str:
+        """What a rerun says; `translate_command` translates with the run's model."""
         lines = [
             f"{_shown(self.run_dir)} is finished at step {self.step} ({self.reason}): nothing "
             "to train, no file changed",
             f"its model: {_shown(self.model)}",
-            "translate with: python scripts/translate.py --checkpoint "
-            f'{_shown(self.model)} "Hello."',
+            f"translate with: {translate_command}",
         ]
         if self.averaging_missing:
             lines.append(
                 "averaged.pt is missing (the run was stopped while writing it); write it with: "
-                f"python scripts/average_checkpoints.py --run-dir {_shown(self.run_dir)}"
+                f".venv/bin/python scripts/average_checkpoints.py --run-dir {_shown(self.run_dir)}"
             )
         return "\n".join(lines)
 

@@ -20,12 +20,12 @@ from typing import Any
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from tqdm import tqdm
 
 from llm_from_scratch.checkpoint import (
     build_model,
     check_compatible,
     inference_state,
+    load_checkpoint,
     load_weights,
     save_checkpoint,
 )
@@ -46,6 +46,7 @@ from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler
 from llm_from_scratch.training.precision import Precision, select_precision
+from llm_from_scratch.training.report import FinalModel, TrainingBar, scores_text, validation_line
 from llm_from_scratch.training.run_dir import (
     check_stopping_settings,
     discard_snapshots_after,
@@ -71,6 +72,7 @@ class Progress:
     elapsed: float = 0.0  # seconds of training, summed over resumed runs
     planned_steps: int = 0  # the step count `training.max_time` fixed; 0: not planned
     best_bleu: float = -1.0
+    best_step: int = 0  # the step of best.pt
     evals_without_improvement: int = 0
     nonfinite_in_a_row: int = 0
     finished: bool = False  # the run stopped: running it again trains nothing
@@ -153,6 +155,7 @@ class Trainer:
         self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, self.schedule)
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
+        self.final: FinalModel | None = None  # set by `fit` on the main process
         self.run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
         self.forward_model: torch.nn.Module = self.model
         if self.dist.enabled:
@@ -224,13 +227,7 @@ class Trainer:
         started, window = self.clock(), LogWindow()
         start_elapsed = self.progress.elapsed
         metrics: dict[str, float] = {}
-        bar = tqdm(
-            total=self.schedule.steps,
-            initial=self.progress.step,
-            disable=not self.dist.is_main,
-            unit="step",
-            dynamic_ncols=True,
-        )
+        bar = TrainingBar(self.schedule.steps, self.progress.step, enabled=self.dist.is_main)
         try:
             for micro_batches in self._accumulated_batches():
                 stats = self.update(micro_batches)
@@ -238,22 +235,21 @@ class Trainer:
                 self.progress.elapsed = start_elapsed + self.clock() - started
                 self._guard(stats)
                 window.add(stats)
-                bar.update(1)
+                bar.advance()
                 step = self.progress.step
                 if step % self.cfg.log_every == 0 or step == 1:
                     scalars = window.summary(self.dist.world_size)
                     scalars["train/lr"] = self.scheduler.get_last_lr()[0]
-                    bar.set_postfix(
-                        loss=f"{scalars['train/loss']:.3f}",
-                        tok_s=f"{scalars['train/tokens_per_second']:,.0f}",
-                    )
+                    bar.show_training(scalars["train/loss"], scalars["train/tokens_per_second"])
                     log.scalars(scalars, step)
                     window = LogWindow()
                 stop = self._should_stop()
                 if step % self.schedule.eval_every == 0 or stop:
                     if validator is not None:
-                        metrics = validator.run(step, log)
+                        with bar.validating(len(validator.bleu_subset)):
+                            metrics = validator.run(step, log)
                         self._track_best(metrics)
+                        self._log_validation(metrics)
                         self._save_best_if_improved(metrics)
                         window = LogWindow()  # tokens/s measures training, not validation
                     stop = self._early_stop(stop)
@@ -267,9 +263,8 @@ class Trainer:
                     break
         finally:
             bar.close()
-        if validator is not None and self.cfg.keep_snapshots >= 2:
-            self._average_snapshots(validator, log)
         if validator is not None:
+            self.final = self._final_model(validator, log)
             log.hparams(self._hparams(), {f"hparam/{k}": v for k, v in metrics.items()})
         log.close()
         return metrics
@@ -324,9 +319,24 @@ class Trainer:
     def _track_best(self, metrics: dict[str, float]) -> None:
         if metrics["bleu"] > self.progress.best_bleu:
             self.progress.best_bleu = metrics["bleu"]
+            self.progress.best_step = self.progress.step
             self.progress.evals_without_improvement = 0
         else:
             self.progress.evals_without_improvement += 1
+
+    def _log_validation(self, metrics: dict[str, float]) -> None:
+        progress = self.progress
+        logger.info(
+            "%s",
+            validation_line(
+                progress.step,
+                self.schedule.steps,
+                metrics,
+                progress.best_bleu,
+                progress.best_step,
+                progress.elapsed,
+            ),
+        )
 
     def _save_best_if_improved(self, metrics: dict[str, float]) -> None:
         if self.progress.evals_without_improvement == 0:
@@ -386,8 +396,11 @@ class Trainer:
             if validator is not None:
                 validator.rehearse()
 
+        test_share = validator.test_share() if validator is not None else 0.0
         try:
-            return measure_costs(run_step, rehearse, save, self.cfg.keep_snapshots, self.clock)
+            return measure_costs(
+                run_step, rehearse, save, self.cfg.keep_snapshots, self.clock, test_share
+            )
         finally:
             self.model.load_state_dict(saved["model"])
             self.optimizer.load_state_dict(saved["optimizer"])
@@ -436,19 +449,36 @@ class Trainer:
         for old in snapshot_paths(self.run_dir)[: -self.cfg.keep_snapshots]:
             old.unlink()
 
-    def _average_snapshots(self, validator: Validator, log: RunLogger) -> None:
-        """Write `averaged.pt` from the kept snapshots and log its dev scores beside the last."""
-        paths = snapshot_paths(self.run_dir)[-self.cfg.keep_snapshots :]
-        if len(paths) < 2:
-            return
-        averaged = average_checkpoints(paths, self.run_dir / "averaged.pt")
+    def _final_model(self, validator: Validator, log: RunLogger) -> FinalModel | None:
+        """The model the run hands over, `averaged.pt` from the kept snapshots, else `best.pt`,
+        scored on dev and, once, on test (greedy, like every validation)."""
+        kept = snapshot_paths(self.run_dir)[-self.cfg.keep_snapshots :]
+        if self.cfg.keep_snapshots >= 2 and len(kept) >= 2:
+            logger.info("averaging the last %d snapshots into averaged.pt", len(kept))
+            path = self.run_dir / "averaged.pt"
+            averaged = average_checkpoints(kept, path)
+            weights = averaged["model"]
+            description, dev = f"the average of the last {len(kept)} snapshots", None
+        else:
+            path = self.run_dir / "best.pt"
+            if not path.is_file():
+                return None
+            state = load_checkpoint(path, map_location=self.device)
+            weights, dev = state["model"], state["metrics"]
+            description = f"the best dev BLEU, step {state['progress']['step']}"
         trained = {key: value.clone() for key, value in self.model.state_dict().items()}
-        self.model.load_state_dict(averaged["model"])
-        metrics = validator.run(self.progress.step, log, tag="dev_averaged")
-        self.model.load_state_dict(trained)
-        record_dev_scores(self.run_dir / "averaged.pt", averaged, self.progress.step, metrics)
-        summary = ", ".join(f"{name} {value:.2f}" for name, value in metrics.items())
-        logger.info("averaged.pt (%d snapshots): dev %s", len(paths), summary)
+        self.model.load_state_dict(weights)
+        try:
+            if dev is None:
+                dev = validator.run(self.progress.step, log, tag="dev_averaged")
+                logger.info("averaged.pt | dev %s", scores_text(dev))
+                record_dev_scores(path, averaged, self.progress.step, dev)
+            test_sentences = len(self.data.splits["test"])
+            logger.info("translating the test split (%d sentences, greedy)", test_sentences)
+            test = validator.score_test(self.progress.step, log)
+        finally:
+            self.model.load_state_dict(trained)
+        return FinalModel(path, description, dev, test, test_sentences)
 
     def resume(self) -> None:
         """Continue from `<run_dir>/last.pt` when it exists (every rank reads the same file)."""

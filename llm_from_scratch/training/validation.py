@@ -1,22 +1,27 @@
-"""Periodic validation: dev loss and perplexity, and BLEU/chrF of greedy translations."""
+"""Periodic validation: dev loss and perplexity, BLEU/chrF of greedy translations, and labelled
+cross-attention figures; at the end of a run, greedy BLEU/chrF of the final model on test."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
 
+import numpy as np
 import torch
 
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.training.attention_figure import attention_figure, render
 from llm_from_scratch.training.config import RunConfig
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.precision import Precision
 
 EXAMPLES_SHOWN = 5  # dev sentences whose translations are logged at every evaluation
+ATTENTION_SENTENCES = 3  # dev sentences whose cross-attention is drawn at every evaluation
+ATTENTION_MAX_PIECES = 30  # longer sentences make unreadable figures: drawn only if no others
 
 
 class Validator:
@@ -35,6 +40,10 @@ class Validator:
         self.greedy = replace(config.decoding, beam_size=1, nbest=1, no_repeat_ngram_size=0)
         dev = data.splits["dev"]
         self.bleu_subset = dev.select(range(min(config.training.dev_bleu_sentences, len(dev))))
+        lengths = zip(self.bleu_subset["src_len"], self.bleu_subset["tgt_len"], strict=True)
+        too_long = [max(pair) > ATTENTION_MAX_PIECES for pair in lengths]
+        by_length = sorted(range(len(too_long)), key=lambda index: (too_long[index], index))
+        self.attention_examples = by_length[:ATTENTION_SENTENCES]
 
     @torch.no_grad()
     def run(self, step: int, log: RunLogger, tag: str = "dev") -> dict[str, float]:
@@ -58,9 +67,29 @@ class Validator:
         }
         log.scalars({f"{tag}/{name}": value for name, value in metrics.items()}, step)
         log.text(f"{tag}/examples", self._examples_table(hypotheses), step)
-        self._log_attention(log, step, tag)
+        for number, image in enumerate(self._attention_images(), start=1):
+            log.image(f"{tag}/cross_attention/{number}", image, step)
         self.model.train()
         return metrics
+
+    @torch.no_grad()
+    def score_test(self, step: int, log: RunLogger) -> dict[str, float] | None:
+        """Greedy BLEU and chrF of the whole test split (None when it is empty)."""
+        test = self.data.splits["test"]
+        if len(test) == 0:
+            return None
+        self.model.eval()
+        scores = corpus_scores(self.translate(test["src_ids"]), test["tgt"])
+        self.model.train()
+        metrics = {"bleu": scores.bleu, "chrf": scores.chrf}
+        log.scalars({f"test/{name}": value for name, value in metrics.items()}, step)
+        return metrics
+
+    def test_share(self) -> float:
+        """Decoding the test split once, in validations: its reference tokens over those of the
+        dev sentences a validation decodes (an overestimate: a validation also runs the loss)."""
+        test_tokens = sum(self.data.splits["test"]["tgt_len"])
+        return test_tokens / max(sum(self.bleu_subset["tgt_len"]), 1)
 
     @torch.no_grad()
     def rehearse(self) -> None:
@@ -83,6 +112,7 @@ class Validator:
                 self.data.tgt_tok,
                 like_references,
             )
+        self._attention_images()
         self.model.train()
 
     def translate(self, src_ids: list[list[int]]) -> list[str]:
@@ -104,14 +134,26 @@ class Validator:
             rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
         return "\n".join(rows)
 
-    def _log_attention(self, log: RunLogger, step: int, tag: str) -> None:
-        """Last decoder layer's cross-attention, averaged over heads, for the first dev sentence."""
-        example = self.bleu_subset[0]
-        tgt_tok, device = self.data.tgt_tok, self.precision.device
-        src = torch.tensor([[*example["src_ids"], self.data.src_tok.eos_id]], device=device)
-        tgt_in = torch.tensor([[tgt_tok.bos_id, *example["tgt_ids"]]], device=device)
-        src_mask = torch.ones_like(src, dtype=torch.bool)
-        memory = self.model.encode(src, src_mask)
-        weights = self.model.cross_attention(tgt_in, memory, src_mask)
-        # (layers, batch, heads, tgt_len, src_len) → (tgt_len, src_len)
-        log.heatmap(f"{tag}/cross_attention", weights[-1, 0].mean(0), step)
+    def _attention_images(self) -> list[np.ndarray]:
+        """Cross-attention of a few dev sentences, teacher-forced with their references: each
+        row is the target piece being predicted, each column a source piece; heads averaged."""
+        src_tok, tgt_tok, device = self.data.src_tok, self.data.tgt_tok, self.precision.device
+        images = []
+        for index in self.attention_examples:
+            example = self.bleu_subset[index]
+            src_ids = [*example["src_ids"], src_tok.eos_id]
+            tgt_out = [*example["tgt_ids"], tgt_tok.eos_id]
+            src = torch.tensor([src_ids], device=device)
+            tgt_in = torch.tensor([[tgt_tok.bos_id, *example["tgt_ids"]]], device=device)
+            src_mask = torch.ones_like(src, dtype=torch.bool)
+            memory = self.model.encode(src, src_mask)
+            # (layers, batch, heads, tgt_len, src_len) → (layers, tgt_len, src_len)
+            weights = self.model.cross_attention(tgt_in, memory, src_mask)[:, 0].mean(1)
+            figure = attention_figure(
+                weights,
+                [src_tok.token_text(token) for token in src_ids],
+                [tgt_tok.token_text(token) for token in tgt_out],
+                title=f"dev sentence {index + 1}: cross-attention, mean over heads",
+            )
+            images.append(render(figure))
+        return images

@@ -59,6 +59,19 @@ def test_verified_files_are_not_fetched_again(upstream, tmp_path, monkeypatch):
     fetch_dataset(cfg, paths)  # would fail if it tried to download again
 
 
+def test_the_log_says_what_is_fetched_and_nothing_once_it_is_there(
+    upstream, tmp_path, monkeypatch, caplog
+):
+    monkeypatch.delenv("DATA_MIRROR", raising=False)
+    cfg, paths = url_config(upstream), raw_paths(tmp_path / "raw")
+    with caplog.at_level("INFO", logger="llm_from_scratch.data.sources"):
+        fetch_dataset(cfg, paths)
+        assert caplog.messages == ["fetching toy: 2 files, downloading"]
+        caplog.clear()
+        fetch_dataset(cfg, paths)
+        assert caplog.messages == []
+
+
 def test_corrupt_local_copy_is_replaced(upstream, tmp_path, monkeypatch):
     monkeypatch.delenv("DATA_MIRROR", raising=False)
     cfg, paths = url_config(upstream), raw_paths(tmp_path / "raw")

@@ -10,7 +10,8 @@ import torch
 
 from llm_from_scratch.checkpoint import load_checkpoint
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.training.budget import Costs, Schedule, plan, run_seconds
+from llm_from_scratch.training import trainer as trainer_module
+from llm_from_scratch.training.budget import Costs, Schedule, measure_costs, plan, run_seconds
 from llm_from_scratch.training.config import TrainingConfig, parse_duration
 from llm_from_scratch.training.optim import lr_multiplier
 from llm_from_scratch.training.trainer import Trainer
@@ -146,3 +147,28 @@ def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
     assert resumed.progress.step == planned
     for ours, theirs in zip(resumed.model.parameters(), straight.model.parameters(), strict=True):
         torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=0)
+
+
+def test_the_final_test_decoding_is_part_of_the_plan():
+    with_test = dataclasses.replace(SLOW_CPU, final_test=120.0)
+    schedule = Schedule.of(DEFAULT, 1000)
+    assert run_seconds(schedule, with_test) == run_seconds(schedule, SLOW_CPU) + 120.0
+    assert plan(DEFAULT, 1800.0, with_test).steps < plan(DEFAULT, 1800.0, SLOW_CPU).steps
+
+
+def test_the_probe_prices_the_test_decoding_in_validations(copy_task, tmp_path, monkeypatch):
+    costs = measure_costs(lambda: 1, lambda: None, lambda: None, 5, FakeClock(), test_share=2.5)[0]
+    assert costs.final_test == 2.5 * costs.validation > 0
+
+    config, data, _ = copy_task
+    shares = []
+
+    def spy(*args):
+        shares.append(args[5])
+        return measure_costs(*args)
+
+    monkeypatch.setattr(trainer_module, "measure_costs", spy)
+    settings = {"max_time": "1h", "max_steps": 2, "warmup_steps": 1, "dev_bleu_sentences": 8}
+    Trainer(budgeted(config, tmp_path, **settings), data).fit()
+    dev_tokens = sum(data.splits["dev"]["tgt_len"][:8])  # the dev sentences a validation decodes
+    assert shares == [sum(data.splits["test"]["tgt_len"]) / dev_tokens]

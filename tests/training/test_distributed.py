@@ -45,7 +45,7 @@ def test_two_process_gloo_ddp_trains(copy_corpus, tmp_path):
 
     result = run()  # rank 0 holds the run directory's lock for the job; rank 1 does not ask
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.count("step 6: dev") == 1  # the summary comes from rank 0 only
+    assert result.stdout.count("step 6/6 | dev") == 1  # the log comes from rank 0 only
     state = load_checkpoint(run_dir / "last.pt")
     assert state["progress"]["step"] == 6
     assert len(list((run_dir / "tensorboard").glob("events.out.tfevents.*"))) == 1

@@ -16,6 +16,7 @@ import torch
 
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.data.datamodule import build_data
+from llm_from_scratch.programs.train import translate_command
 from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
 from llm_from_scratch.training.averaging import snapshot_path, snapshot_paths
 from llm_from_scratch.training.distributed import Distributed
@@ -172,9 +173,9 @@ def test_a_finished_run_is_told_with_its_model(finished):
         "it trained all its 4 steps",
         run_dir / "averaged.pt",
     )
-    report = run.report()
+    report = run.report(translate_command(config, run.model))
     assert "is finished at step 4" in report and "no file changed" in report
-    assert f"translate.py --checkpoint {run_dir / 'averaged.pt'}" in report
+    assert f"translate with: {translate_command(config, run.model)}" in report
     longer = dataclasses.replace(config.training, max_steps=8)
     with pytest.raises(FinishedRunError, match=r"training\.max_steps=8 \(it had 4\)"):
         finished_run(run_dir, dataclasses.replace(config, training=longer))
