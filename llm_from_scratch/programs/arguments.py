@@ -153,3 +153,15 @@ def without_flags(line: str) -> str:
         elif option_name(word) not in FLAGS.values():
             kept.append(word)
     return " ".join(kept)
+
+
+def parser_from_doc(parser_class: type[Parser], prog: str, doc: str) -> Parser:
+    """A parser for the program `prog`: its description is the docstring's first paragraph (after
+    the `scripts/x.py:` label), its epilog the rest."""
+    return parser_class(
+        prog=prog,
+        description=doc.split("\n\n")[0].split(": ", 1)[1].capitalize(),
+        epilog=doc.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )

@@ -14,7 +14,6 @@ their sacreBLEU signatures; which model was loaded, with its step and dev BLEU, 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import textwrap
@@ -59,6 +58,7 @@ from llm_from_scratch.programs.arguments import (
     add_model_arguments,
     option_name,
     options_first,
+    parser_from_doc,
     positive_int,
     quoted,
     refuse_flag_key,
@@ -169,13 +169,7 @@ def evaluate(config: EvaluateConfig) -> int:
 def parse_args(argv: Sequence[str]) -> list[str]:
     """The command line as Hydra overrides: the flags turned into the keys they set, then the
     KEY=VALUE overrides and Hydra's own options, in their order."""
-    parser = _Parser(
-        prog="evaluate.py",
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1].capitalize(),
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
-    )
+    parser = parser_from_doc(_Parser, "evaluate.py", __doc__)
     add_model_arguments(parser)
     parser.add_argument("--split", choices=SPLITS, help="the split to score (default: test)")
     parser.add_argument(

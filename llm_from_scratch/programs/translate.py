@@ -32,6 +32,7 @@ from llm_from_scratch.programs.arguments import (
     UsageError,
     add_model_arguments,
     override,
+    parser_from_doc,
     positive_int,
     refuse_flag_key,
     refuse_unknown_option,
@@ -107,13 +108,7 @@ def load_translator(args: argparse.Namespace, decoding: dict[str, str]) -> Trans
 
 
 def _parser() -> Parser:
-    parser = Parser(
-        prog="translate.py",
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1].capitalize(),
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
-    )
+    parser = parser_from_doc(Parser, "translate.py", __doc__)
     parser.add_argument(
         "texts",
         nargs="*",

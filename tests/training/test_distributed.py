@@ -8,29 +8,19 @@ from pathlib import Path
 
 from llm_from_scratch.checkpoint import load_checkpoint
 
+from .commands import copy_task_overrides
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_two_process_gloo_ddp_trains(copy_corpus, tmp_path):
     run_dir = tmp_path / "run"
     overrides = [
-        "experiment=smoke",
-        "data=local_tsv",
-        "data.name=copy",
-        # local_tsv names only a train file: `++` adds the dev and test keys to its splits.
-        "++data.corpus.splits={train: train.tsv, dev: dev.tsv, test: test.tsv}",
-        f"paths.raw_dir={copy_corpus / 'raw'}",
-        f"paths.cache_dir={tmp_path / 'cache'}",
-        "data.loading.batch_tokens=600",
-        f"paths.tokenizer_dir={tmp_path / 'tok'}",
-        "tokenizer.vocab_size=320",
-        "training.device=cpu",
+        *copy_task_overrides(copy_corpus, tmp_path, run_dir),
         "training.precision=auto",  # each rank times bf16 against fp32; the ranks must agree
         "training.max_steps=6",
         "training.eval_every=6",
         "training.save_every=6",
-        f"paths.run_dir={run_dir}",
-        "training.dev_bleu_sentences=8",
     ]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
 

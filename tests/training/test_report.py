@@ -16,6 +16,7 @@ from llm_from_scratch.programs.train import summary, translate_command
 from llm_from_scratch.training.report import FinalModel, format_elapsed, validation_line
 from llm_from_scratch.training.trainer import Trainer
 
+from .commands import copy_task_overrides
 from .test_trainer import fp32
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -147,23 +148,12 @@ def test_train_log_of_a_run_tells_every_stage(copy_corpus, tmp_path):
     first step, one line per validation, and the summary; the terminal shows the same lines."""
     run_dir = tmp_path / "run"
     overrides = [
-        "experiment=smoke",
-        "data=local_tsv",
-        "data.name=copy",
-        "++data.corpus.splits={train: train.tsv, dev: dev.tsv, test: test.tsv}",
-        f"paths.raw_dir={copy_corpus / 'raw'}",
-        f"paths.cache_dir={tmp_path / 'cache'}",
-        f"paths.tokenizer_dir={tmp_path / 'tok'}",
-        f"paths.run_dir={run_dir}",
-        "data.loading.batch_tokens=600",
-        "tokenizer.vocab_size=320",
-        "training.device=cpu",
+        *copy_task_overrides(copy_corpus, tmp_path, run_dir),
         "training.precision=fp32",
         "training.max_steps=4",
         "training.warmup_steps=1",
         "training.eval_every=2",
         "training.save_every=2",
-        "training.dev_bleu_sentences=8",
     ]
     result = subprocess.run(
         [sys.executable, "scripts/train.py", *overrides],

@@ -30,6 +30,8 @@ from llm_from_scratch.training.run_dir import (
 from llm_from_scratch.training.trainer import Trainer
 from tests.training.test_trainer import Crash, fp32
 
+from .commands import copy_task_overrides
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HOLD = """
 import sys, time
@@ -236,22 +238,11 @@ def train(run_dir: Path, corpus: Path, *overrides: str) -> subprocess.CompletedP
     command = [
         sys.executable,
         "scripts/train.py",
-        "experiment=smoke",
-        "data=local_tsv",
-        "data.name=copy",
-        "++data.corpus.splits={train: train.tsv, dev: dev.tsv, test: test.tsv}",
-        f"paths.raw_dir={corpus / 'raw'}",
-        f"paths.cache_dir={run_dir.parent / 'cache'}",
-        f"paths.tokenizer_dir={run_dir.parent / 'tok'}",
-        f"paths.run_dir={run_dir}",
-        "data.loading.batch_tokens=600",
-        "tokenizer.vocab_size=320",
-        "training.device=cpu",
+        *copy_task_overrides(corpus, run_dir.parent, run_dir),
         "training.precision=fp32",
         "training.max_steps=4",
         "training.eval_every=2",
         "training.save_every=2",
-        "training.dev_bleu_sentences=8",
         *overrides,
     ]
     return subprocess.run(
