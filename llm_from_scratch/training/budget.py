@@ -137,12 +137,12 @@ def measure_costs(
 
 def describe(schedule: Schedule, full: Schedule, budget: float, tokens_per_second: float) -> str:
     """The log line of a plan."""
-    fit = f"to fit {format_duration(budget)} at {tokens_per_second / 1000:.1f}k tokens/s"
+    budget_and_speed = f"{format_duration(budget)} at {tokens_per_second / 1000:.1f}k tokens/s"
     if schedule == full:
-        return f"all {full.steps:,} steps fit {fit[7:]}"
+        return f"all {full.steps:,} steps fit {budget_and_speed}"
     return (
-        f"planned {schedule.steps:,} of {full.steps:,} steps {fit}; the same run without a "
-        f"budget: {schedule.overrides()}"
+        f"planned {schedule.steps:,} of {full.steps:,} steps to fit {budget_and_speed}; the same "
+        f"run without a budget: {schedule.overrides()}"
     )
 
 

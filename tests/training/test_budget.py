@@ -16,7 +16,7 @@ from llm_from_scratch.training.config import TrainingConfig, parse_duration
 from llm_from_scratch.training.optim import lr_multiplier
 from llm_from_scratch.training.trainer import Trainer
 
-from .test_trainer import fp32
+from .test_trainer import crashing_after_step, fp32
 
 DEFAULT = TrainingConfig(
     max_steps=4200, warmup_steps=600, eval_every=500, save_every=250, keep_snapshots=5
@@ -33,10 +33,6 @@ class FakeClock:
     def __call__(self) -> float:
         self.now += 1.0
         return self.now
-
-
-class Crash(Exception):
-    pass
 
 
 @pytest.mark.parametrize(
@@ -128,17 +124,8 @@ def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
     resumed_cfg = budgeted(config, tmp_path / "resumed", max_time="23")
     crash_at = straight.schedule.save_every + 1  # last.pt was written one step before
     assert crash_at < planned
-    update = Trainer.update
-
-    def crash(trainer: Trainer, micro_batches):
-        if trainer.progress.step == crash_at and trainer.progress.planned_steps:
-            raise Crash
-        return update(trainer, micro_batches)
-
-    monkeypatch.setattr(Trainer, "update", crash)
-    with pytest.raises(Crash):
+    with crashing_after_step(monkeypatch, crash_at):  # the probe's updates leave step at 0
         Trainer(resumed_cfg, data, clock=FakeClock()).fit()
-    monkeypatch.undo()
     # A resumed run does not plan again, however long its start took this time.
     slow_start = FakeClock()
     slow_start.now = 10_000.0

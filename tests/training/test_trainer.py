@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,22 @@ class Crash(Exception):
     """Stands in for a killed process."""
 
 
+@contextmanager
+def crashing_after_step(monkeypatch: pytest.MonkeyPatch, step: int) -> Iterator[None]:
+    """Within the block, a training run dies when it starts the update after `step`."""
+    update = Trainer.update
+
+    def crash(trainer: Trainer, micro_batches):
+        if trainer.progress.step == step:
+            raise Crash
+        return update(trainer, micro_batches)
+
+    monkeypatch.setattr(Trainer, "update", crash)
+    with pytest.raises(Crash):
+        yield
+    monkeypatch.setattr(Trainer, "update", update)
+
+
 @pytest.mark.parametrize("schedule", ["cosine", "inverse_sqrt"])
 def test_resume_after_a_crash_continues_exactly(copy_task, tmp_path, monkeypatch, schedule):
     config, data, _ = copy_task
@@ -85,17 +103,8 @@ def test_resume_after_a_crash_continues_exactly(copy_task, tmp_path, monkeypatch
     reference_weights = torch.cat([p.flatten() for p in reference.model.parameters()])
 
     resumed_cfg = fp32(config, tmp_path / "resumed", save_every=12, **settings)
-    update = Trainer.update
-
-    def crash_after_step_13(trainer: Trainer, micro_batches):
-        if trainer.progress.step == 13:  # last.pt was written at step 12
-            raise Crash
-        return update(trainer, micro_batches)
-
-    monkeypatch.setattr(Trainer, "update", crash_after_step_13)
-    with pytest.raises(Crash):
+    with crashing_after_step(monkeypatch, 13):  # last.pt was written at step 12
         Trainer(resumed_cfg, data).fit()
-    monkeypatch.undo()
     resumed = Trainer(resumed_cfg, data)
     resumed.fit()
     assert resumed.progress.step == 30
@@ -112,17 +121,8 @@ def test_resume_keeps_the_precision_auto_started_with(
         config, tmp_path, device="cpu", precision="auto", max_steps=3, eval_every=1000, save_every=2
     )
     monkeypatch.setattr(precision_module, "cpu_bf16_is_faster", lambda: True)
-    update = Trainer.update
-
-    def crash_after_step_2(trainer: Trainer, micro_batches):
-        if trainer.progress.step == 2:  # last.pt was written at step 2
-            raise Crash
-        return update(trainer, micro_batches)
-
-    monkeypatch.setattr(Trainer, "update", crash_after_step_2)
-    with pytest.raises(Crash):
+    with crashing_after_step(monkeypatch, 2):  # last.pt was written at step 2
         Trainer(started, data).fit()
-    monkeypatch.setattr(Trainer, "update", update)
     assert load_checkpoint(tmp_path / "last.pt")["precision"] == "bf16"
 
     # The timing comes out the other way this time; an explicit precision still wins.
