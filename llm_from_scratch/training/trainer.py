@@ -12,7 +12,7 @@ import copy
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -378,8 +378,9 @@ class Trainer:
             "scheduler": self.scheduler.state_dict(),
             "scaler": self.scaler.state_dict(),
             "rng": _rng_state(),
+            "progress": copy.deepcopy(self.progress),
         }
-        batches = self._probe_batches()
+        batches = self._accumulated_batches()
         probe_file = self.run_dir / ".budget-probe.pt"
 
         def run_step() -> int:
@@ -407,19 +408,7 @@ class Trainer:
             self.scheduler.load_state_dict(saved["scheduler"])
             self.scaler.load_state_dict(saved["scaler"])
             _set_rng_state(saved["rng"])
-
-    def _probe_batches(self) -> Iterator[list[Batch]]:
-        """The first training batches, grouped for accumulation, round and round."""
-        while True:
-            loader = self.data.train_loader(
-                0, rank=self.dist.rank, world_size=self.dist.world_size, device=self.device
-            )
-            group: list[Batch] = []
-            for batch in loader:
-                group.append(batch)
-                if len(group) == self.cfg.accumulation_steps:
-                    yield group
-                    group = []
+            self.progress = saved["progress"]
 
     # ---- checkpoints --------------------------------------------------------------------------
 
