@@ -16,7 +16,7 @@ from llm_from_scratch.serving.config import ServingConfig
 from llm_from_scratch.serving.service import TranslationService
 from tests.decoding.builders import save_run_checkpoint, tiny_tokenizer
 
-STEP, DEV_BLEU, AVERAGED = 120, 3.25, 2  # what the tiny checkpoint says of itself
+STEP, DEV_BLEU, AVERAGED = 120, 3.4, 2  # what the tiny checkpoint says of itself
 
 
 @pytest.fixture(scope="module", autouse=True)
