@@ -22,6 +22,7 @@ TARGETS = (
     "train",
     "translate",
     "eval",
+    "serve",
     "tensorboard",
     "test",
     "test-full",
@@ -90,7 +91,7 @@ def test_local_only_dataset_without_mirror_fails_in_one_line(tmp_path):
     assert result.stderr.count("\n") == 1 and "DATA_MIRROR" in result.stderr
 
 
-@pytest.mark.parametrize("script", ["translate.py", "evaluate.py", "train.py"])
+@pytest.mark.parametrize("script", ["translate.py", "evaluate.py", "train.py", "serve.py"])
 def test_script_outside_the_environment_says_how_to_run_it(script):
     # -S: no site-packages, so neither the installed project nor torch, as with a system Python.
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}

@@ -1,5 +1,5 @@
-"""The package imports only downward: programs over training over decoding over the checkpoint
-format over the four stages over the base modules (docs/architecture.md)."""
+"""The package imports only downward: programs over serving over training over decoding over the
+checkpoint format over the four stages over the base modules (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("checkpoint",),
     ("decoding",),
     ("training",),
+    ("serving",),
     ("programs",),
 ]
 
@@ -115,6 +116,8 @@ def test_every_module_has_a_layer():
         ("llm_from_scratch.data.datamodule", "llm_from_scratch.tokenizer.bpe", False),
         ("llm_from_scratch.training.trainer", "llm_from_scratch.programs.train", False),
         ("llm_from_scratch.programs.evaluate", "llm_from_scratch.programs.translate", True),
+        ("llm_from_scratch.serving.service", "llm_from_scratch.training.attention_figure", True),
+        ("llm_from_scratch.training.validation", "llm_from_scratch.serving.service", False),
     ],
 )
 def test_the_rule_itself(importer, imported, allowed):

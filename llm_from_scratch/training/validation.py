@@ -13,7 +13,11 @@ from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
-from llm_from_scratch.training.attention_figure import attention_figure, render
+from llm_from_scratch.training.attention_figure import (
+    attention_figure,
+    render,
+    teacher_forced_attention,
+)
 from llm_from_scratch.training.config import RunConfig
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
@@ -137,18 +141,13 @@ class Validator:
     def _attention_images(self) -> list[np.ndarray]:
         """Cross-attention of a few dev sentences, teacher-forced with their references: each
         row is the target piece being predicted, each column a source piece; heads averaged."""
-        src_tok, tgt_tok, device = self.data.src_tok, self.data.tgt_tok, self.precision.device
+        src_tok, tgt_tok = self.data.src_tok, self.data.tgt_tok
         images = []
         for index in self.attention_examples:
             example = self.bleu_subset[index]
             src_ids = [*example["src_ids"], src_tok.eos_id]
             tgt_out = [*example["tgt_ids"], tgt_tok.eos_id]
-            src = torch.tensor([src_ids], device=device)
-            tgt_in = torch.tensor([[tgt_tok.bos_id, *example["tgt_ids"]]], device=device)
-            src_mask = torch.ones_like(src, dtype=torch.bool)
-            memory = self.model.encode(src, src_mask)
-            # (layers, batch, heads, tgt_len, src_len) → (layers, tgt_len, src_len)
-            weights = self.model.cross_attention(tgt_in, memory, src_mask)[:, 0].mean(1)
+            weights = teacher_forced_attention(self.model, src_ids, tgt_out, tgt_tok.bos_id)
             figure = attention_figure(
                 weights,
                 [src_tok.token_text(token) for token in src_ids],

@@ -1,0 +1,23 @@
+"""Schema of the server's limits (`serving.KEY=VALUE` on `scripts/serve.py`'s command line)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llm_from_scratch.errors import ConfigError
+
+
+@dataclass
+class ServingConfig:
+    max_texts: int = 32  # texts one request may carry
+    max_chars: int = 1000  # characters of one text
+    max_beam: int = 10  # largest beam a request may ask for
+    batch_tokens: int = 4000  # source tokens decoded in one Translator call (one request: any)
+    batch_wait_ms: float = 5.0  # how long the first request waits for others to join it
+
+    def __post_init__(self) -> None:
+        for key in ("max_texts", "max_chars", "max_beam", "batch_tokens"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"serving.{key}={getattr(self, key)} must be at least 1")
+        if self.batch_wait_ms < 0:
+            raise ConfigError(f"serving.batch_wait_ms={self.batch_wait_ms} must not be negative")

@@ -1,0 +1,132 @@
+"""What the API serves, apart from HTTP: translations with their n-best candidates and, on
+request, their cross-attention, from one loaded `Translator`, and the facts about its model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from llm_from_scratch.data.source_style import prepare_source
+from llm_from_scratch.decoding.translator import Candidate, Translator
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.training.attention_figure import piece_label, teacher_forced_attention
+
+WEIGHT_DECIMALS = 3  # attention weights in JSON: enough for a heatmap, a third of the size
+
+
+@dataclass(frozen=True)
+class Search:
+    """What texts must share to be decoded in one batch."""
+
+    beam: int
+    nbest: int
+    attention: bool
+
+
+@dataclass
+class ScoredText:
+    text: str
+    score: float  # the search's score: log-probability, length-normalized when the run says so
+
+
+@dataclass
+class Alignment:
+    """Cross-attention of the best translation, heads averaged: `weights[layer][i][j]` is how
+    much target piece i attends to source piece j."""
+
+    source: list[str]  # source pieces (EOS included), a word start shown as ▁
+    target: list[str]  # target pieces, the EOS the search ended with included
+    weights: list[list[list[float]]]  # (layers, target, source)
+
+
+@dataclass
+class ServedTranslation:
+    text: str  # the best candidate's; "" for an empty text
+    score: float | None  # the best candidate's; None for an empty text
+    candidates: list[ScoredText]  # nbest of them, best first
+    attention: Alignment | None = None  # when asked for, and the text was decoded in one piece
+
+
+@dataclass
+class ModelInfo:
+    run: str | None  # None when served from --checkpoint
+    checkpoint: str
+    step: int | None
+    dev_bleu: float | None  # greedy BLEU on the dev sentences validation scores
+    averaged_from: int  # snapshots averaged into it; 0 for a single checkpoint
+    ensemble: int  # checkpoints decoding together
+    beam: int  # a request's default beam size
+
+
+class TranslationService:
+    def __init__(self, translator: Translator, run: str | None) -> None:
+        self.translator = translator
+        first = translator.checkpoints[0] if translator.checkpoints else None
+        self.info = ModelInfo(
+            run=run,
+            checkpoint=str(first.path) if first else "",
+            step=first.step if first else None,
+            dev_bleu=first.dev_bleu if first else None,
+            averaged_from=first.averaged_from if first else 0,
+            ensemble=len(translator.checkpoints),
+            beam=translator.decode.beam_size,
+        )
+        self._translators = {(translator.decode.beam_size, translator.decode.nbest): translator}
+
+    def source_tokens(self, text: str) -> int:
+        """About the source tokens `text` decodes to: what it counts against a batch's budget."""
+        return len(self.translator.src_tok.encode(text)) + 1  # + EOS
+
+    def translate(self, search: Search, texts: list[str]) -> list[ServedTranslation]:
+        translations = self._translator(search.beam, search.nbest).translate(texts)
+        served = []
+        for text, translation in zip(texts, translations, strict=True):
+            candidates = [ScoredText(c.text, c.score) for c in translation.candidates]
+            best = translation.candidates[0] if translation.candidates else None
+            served.append(
+                ServedTranslation(
+                    text=translation.text,
+                    score=best.score if best else None,
+                    candidates=candidates,
+                    attention=self._alignment(text, best) if search.attention and best else None,
+                )
+            )
+        return served
+
+    def _translator(self, beam: int, nbest: int) -> Translator:
+        """The translator for a beam and n-best: the loaded one's model and settings otherwise."""
+        if (beam, nbest) not in self._translators:
+            base = self.translator
+            self._translators[beam, nbest] = Translator(
+                base.model,
+                base.src_tok,
+                base.tgt_tok,
+                replace(base.decode, beam_size=beam, nbest=nbest),
+                joiner=base.joiner,
+                use_cache=base.use_cache,
+                source_style=base.source_style,
+                checkpoints=base.checkpoints,
+            )
+        return self._translators[beam, nbest]
+
+    def _alignment(self, text: str, best: Candidate) -> Alignment | None:
+        """None for an ensemble (no one model's attention) and for a text too long to decode in
+        one piece (its pieces were decoded apart)."""
+        model, src_tok, tgt_tok = (
+            self.translator.model,
+            self.translator.src_tok,
+            self.translator.tgt_tok,
+        )
+        if not isinstance(model, Seq2SeqTransformer):
+            return None
+        # As the translator encodes it (which also turns control characters into spaces).
+        ids = src_tok.encode(prepare_source(text.strip(), self.translator.source_style))
+        if len(ids) > self.translator.max_src_tokens:
+            return None
+        src_ids = [*ids, src_tok.eos_id]
+        tgt_out = best.tokens if best.hit_max_len else [*best.tokens, tgt_tok.eos_id]
+        weights = teacher_forced_attention(model, src_ids, tgt_out, tgt_tok.bos_id)
+        return Alignment(
+            source=[piece_label(src_tok.token_text(token)) for token in src_ids],
+            target=[piece_label(tgt_tok.token_text(token)) for token in tgt_out],
+            weights=weights.double().cpu().round(decimals=WEIGHT_DECIMALS).tolist(),
+        )

@@ -1,0 +1,112 @@
+"use strict";
+// The page of scripts/serve.py: no build step, no external resources; it talks to /api only.
+
+const $ = (id) => document.getElementById(id);
+let alignment = null; // the shown translation's cross-attention, or null
+
+async function showModel() {
+  try {
+    const health = await (await fetch("/api/health")).json();
+    const model = health.model;
+    const facts = [model.run ? `run ${model.run}` : model.checkpoint];
+    facts.push(model.step === null ? "step not recorded" : `step ${model.step}`);
+    if (model.dev_bleu !== null) facts.push(`dev BLEU ${model.dev_bleu.toFixed(1)}`);
+    $("model").textContent = `model: ${facts.join(" · ")}`;
+    $("beam").value = model.beam;
+    $("beam").max = health.limits.max_beam;
+    $("source").maxLength = health.limits.max_chars;
+  } catch (error) {
+    $("model").textContent = `model: unknown (${error.message})`;
+  }
+}
+
+async function translate(event) {
+  event.preventDefault();
+  const beam = Number($("beam").value);
+  const request = {
+    texts: [$("source").value],
+    beam,
+    nbest: Math.min(Number($("nbest").value), beam),
+    attention: true,
+  };
+  $("translate").disabled = true;
+  $("error").hidden = true;
+  try {
+    const response = await fetch("/api/translate", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(request),
+    });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error || response.statusText);
+    show(body.translations[0]);
+  } catch (error) {
+    $("error").textContent = `error: ${error.message}`;
+    $("error").hidden = false;
+  } finally {
+    $("translate").disabled = false;
+  }
+}
+
+function show(translation) {
+  $("translation").textContent = translation.text;
+  $("candidates").replaceChildren(
+    ...translation.candidates.map((candidate) => {
+      const item = document.createElement("li");
+      const score = document.createElement("span");
+      score.className = "score";
+      score.textContent = candidate.score.toFixed(3);
+      item.append(score, candidate.text);
+      return item;
+    }),
+  );
+  alignment = translation.attention;
+  const layers = alignment ? alignment.weights.length : 0;
+  $("layer").replaceChildren(
+    ...Array.from({ length: layers }, (_, layer) => new Option(`layer ${layer + 1}`, layer)),
+  );
+  $("layer").value = layers - 1; // the last layer: usually the sharpest alignment
+  drawHeatmap();
+  $("result").hidden = false;
+}
+
+function drawHeatmap() {
+  if (!alignment) {
+    $("heatmap").textContent =
+      "No attention for this input: it was decoded in several pieces, or by an ensemble.";
+    return;
+  }
+  const weights = alignment.weights[Number($("layer").value)];
+  const largest = Math.max(...weights.flat(), 1e-9);
+  const table = document.createElement("table");
+  const header = table.insertRow();
+  header.append(document.createElement("th"));
+  for (const piece of alignment.source) header.append(cell("th", piece, "source"));
+  weights.forEach((row, i) => {
+    const line = table.insertRow();
+    line.append(cell("th", alignment.target[i], "target"));
+    row.forEach((weight, j) => {
+      const square = line.insertCell();
+      square.style.background = shade(weight / largest);
+      square.title = `${alignment.target[i]} → ${alignment.source[j]}: ${weight}`;
+    });
+  });
+  $("heatmap").replaceChildren(table);
+}
+
+function cell(tag, text, className) {
+  const element = document.createElement(tag);
+  element.textContent = text;
+  element.className = className;
+  return element;
+}
+
+function shade(fraction) {
+  // White (no attention) to a dark blue (the matrix's largest weight).
+  const channel = (dark) => Math.round(255 - fraction * (255 - dark));
+  return `rgb(${channel(8)}, ${channel(48)}, ${channel(107)})`;
+}
+
+$("form").addEventListener("submit", translate);
+$("layer").addEventListener("change", drawHeatmap);
+showModel();

@@ -1,0 +1,181 @@
+"""Load test of scripts/serve.py: N concurrent clients, each sending a fixed number of requests.
+
+Starts the server (with the arguments after `--`, default: run `default`'s model) on a free port,
+then, for each client count, runs that many clients at once, each posting `--requests` requests
+of `--texts` sentences from the small_parallel_enja test split (beam: the model's), stopping at
+`--time-limit` seconds. One markdown row per client count on stdout: latency p50/p95,
+sentences/s, failed requests, and the server's resident memory (RSS, Linux) before and after.
+
+    .venv/bin/python scripts/load_test_serve.py [--clients 1 8 32] [--requests 8] [--texts 1]
+        [--time-limit 120] [--input FILE] [-- --run NAME | --checkpoint PATH | serving.KEY=VALUE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from llm_from_scratch.paths import PathsConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+START_S = 300  # for the server to load its model and answer /api/health
+COLUMNS = (
+    "clients",
+    "requests",
+    "p50 ms",
+    "p95 ms",
+    "sentences/s",
+    "failed",
+    "RSS before MiB",
+    "RSS after MiB",
+)
+
+
+@dataclass
+class Level:
+    clients: int
+    latencies_s: list[float] = field(default_factory=list)  # of the requests that succeeded
+    sentences: int = 0  # translated by those requests
+    failed: int = 0  # an error status or no answer
+    unsent: int = 0  # not sent: the time limit came first
+    wall_s: float = 0.0
+
+
+async def run_level(url: str, clients: int, requests: int, texts: list[list[str]], limit_s: float):
+    """`clients` clients at once, each posting `requests` requests in turn."""
+    level = Level(clients)
+    deadline = time.monotonic() + limit_s
+
+    async def client(http: httpx.AsyncClient, number: int) -> None:
+        for request in range(requests):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                level.unsent += requests - request
+                return
+            batch = texts[(number * requests + request) % len(texts)]
+            start = time.perf_counter()
+            try:
+                response = await http.post(
+                    "/api/translate", json={"texts": batch}, timeout=remaining
+                )
+                ok = response.status_code == 200
+            except httpx.HTTPError:
+                ok = False
+            if ok:
+                level.latencies_s.append(time.perf_counter() - start)
+                level.sentences += len(batch)
+            else:
+                level.failed += 1
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, limits=limits) as http:
+        start = time.perf_counter()
+        await asyncio.gather(*(client(http, number) for number in range(clients)))
+        level.wall_s = time.perf_counter() - start
+    return level
+
+
+def row(level: Level, requests: int, rss_before: float, rss_after: float) -> str:
+    latencies = sorted(level.latencies_s) or [float("nan")]
+    if len(latencies) > 1:
+        cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+        p50, p95 = cuts[49], cuts[94]
+    else:
+        p50 = p95 = latencies[0]
+    cells = [
+        str(level.clients),
+        str(level.clients * requests),
+        f"{p50 * 1000:.0f}",
+        f"{p95 * 1000:.0f}",
+        f"{level.sentences / level.wall_s:.1f}",
+        f"{level.failed} (+{level.unsent} unsent)" if level.unsent else str(level.failed),
+        f"{rss_before:.0f}",
+        f"{rss_after:.0f}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_up(url: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            sys.exit(f"error: the server exited with status {server.returncode}; see {log}")
+        try:
+            if httpx.get(f"{url}/api/health", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    sys.exit(f"error: the server did not answer within {START_S} s; see {log}")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--requests", type=int, default=8, help="requests per client")
+    parser.add_argument("--texts", type=int, default=1, help="sentences per request")
+    parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per level")
+    parser.add_argument(
+        "--input",
+        type=Path,
+        default=Path(PathsConfig().raw_dir) / "small_parallel_enja" / "test.en",
+        help="sentences, one a line (default: small_parallel_enja's test split)",
+    )
+    parser.add_argument("server_args", nargs="*", help="scripts/serve.py's arguments, after --")
+    args = parser.parse_args()
+    if min([*args.clients, args.requests, args.texts]) < 1 or args.time_limit <= 0:
+        parser.error("--clients, --requests, --texts and --time-limit must be positive")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    lines = [line for line in args.input.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [lines[i : i + args.texts] for i in range(0, len(lines) - args.texts + 1, args.texts)]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = Path(tempfile.mkdtemp(prefix="load_test_serve-")) / "server.log"
+    command = [sys.executable, str(ROOT / "scripts" / "serve.py"), *args.server_args]
+    with log.open("w") as output:
+        server = subprocess.Popen([*command, "--port", str(port)], stdout=output, stderr=output)
+    try:
+        wait_until_up(url, server, log)
+        asyncio.run(run_level(url, 1, 1, texts, args.time_limit))  # first-request set-up
+        print(f"server: {' '.join(command[1:])} (log: {log})", file=sys.stderr)
+        print("| " + " | ".join(COLUMNS) + " |")
+        print("|" + "---:|" * len(COLUMNS))
+        for clients in args.clients:
+            before = rss_mib(server.pid)
+            level = asyncio.run(run_level(url, clients, args.requests, texts, args.time_limit))
+            print(row(level, args.requests, before, rss_mib(server.pid)), flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""The JSON API through FastAPI's TestClient: translations, health, one-line errors, batching."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from llm_from_scratch.data.source_style import prepare_source
+from llm_from_scratch.decoding.translator import Translator
+from llm_from_scratch.serving.api import SERVER_ERROR
+from llm_from_scratch.serving.service import Search
+
+from .conftest import AVERAGED, DEV_BLEU, STEP
+
+GREEDY = Search(beam=1, nbest=1, attention=False)
+TEXTS = ["the cat sat on the mat.", "a dog ran to the park.", "これはテストです。"]
+
+
+def test_translations_are_the_translators_with_their_candidates(client, checkpoint):
+    response = client().post("/api/translate", json={"texts": TEXTS, "beam": 3, "nbest": 2})
+    assert response.status_code == 200
+    expected = Translator.from_checkpoint(checkpoint, device="cpu", beam_size=3, nbest=2)
+    for served, translation in zip(
+        response.json()["translations"], expected.translate(TEXTS), strict=True
+    ):
+        assert served["text"] == translation.text
+        assert served["score"] == pytest.approx(translation.candidates[0].score)
+        assert [c["text"] for c in served["candidates"]] == [c.text for c in translation.candidates]
+        assert served["attention"] is None  # not asked for
+
+
+def test_an_empty_text_has_no_candidates(client):
+    served = client().post("/api/translate", json={"texts": ["  "]}).json()["translations"]
+    assert served == [{"text": "", "score": None, "candidates": [], "attention": None}]
+
+
+def test_attention_on_request_is_a_distribution_over_labelled_source_pieces(client, service):
+    response = client().post("/api/translate", json={"texts": [TEXTS[0]], "attention": True})
+    served = response.json()["translations"][0]
+    attention = served["attention"]
+    # The labels spell the source as the model reads it (in its corpus's style), then EOS.
+    read = prepare_source(TEXTS[0], service.translator.source_style)
+    assert "".join(attention["source"][:-1]).replace("▁", " ") == read
+    assert attention["source"][-1] == "<eos>"
+    layers = service.translator.model.cfg.n_decoder_layers
+    assert len(attention["weights"]) == layers
+    for layer in attention["weights"]:
+        assert len(layer) == len(attention["target"])
+        for row in layer:
+            assert len(row) == len(attention["source"])
+            assert sum(row) == pytest.approx(1.0, abs=0.01)  # softmax over the source
+
+
+def test_health_names_the_model_and_the_limits(client, checkpoint):
+    health = client(max_texts=7).get("/api/health").json()
+    assert health["status"] == "ok"
+    assert health["model"] == {
+        "run": "tiny",
+        "checkpoint": str(checkpoint),
+        "step": STEP,
+        "dev_bleu": DEV_BLEU,
+        "averaged_from": AVERAGED,
+        "ensemble": 1,
+        "beam": 1,  # the tiny checkpoint's run decodes greedily
+    }
+    assert health["limits"]["max_texts"] == 7
+
+
+def test_the_page_and_the_openapi_docs_are_served(client):
+    app = client()
+    assert "<textarea" in app.get("/").text
+    assert "function drawHeatmap" in app.get("/static/app.js").text
+    assert app.get("/docs").status_code == 200
+    assert "/api/translate" in app.get("/openapi.json").json()["paths"]
+
+
+def body(**fields) -> bytes:
+    return json.dumps({"texts": ["hello."], **fields}).encode()
+
+
+@pytest.mark.parametrize(
+    ("content", "status", "error"),
+    [
+        (b'{"texts": ["hello."]', 400, "the body is not JSON: "),
+        (b'{"texts": ["caf\xe9"]}', 400, "There was an error parsing the body"),  # Latin-1
+        (b'{"texts": ["\\ud800"]}', 422, "texts[0] is not valid UTF-8 (a lone surrogate at 0)"),
+        (b'["hello."]', 422, "body: Input should be a valid dictionary"),
+        (b'{"texts": "hello."}', 422, "texts: Input should be a valid list"),
+        (b'{"texts": ["hello.", 3]}', 422, "texts[1]: Input should be a valid string"),
+        (body(beam="5"), 422, "beam: Input should be a valid integer"),
+        (body(attention="yes"), 422, "attention: Input should be a valid boolean"),
+        (body(speed=1), 422, "speed: Extra inputs are not permitted"),
+        (b"{}", 422, "texts: Field required"),
+        (body(texts=[]), 422, "texts: 0 given, 1 to 4 allowed"),
+        (body(texts=["a."] * 5), 422, "texts: 5 given, 1 to 4 allowed"),
+        (body(texts=["a.", "b" * 21]), 422, "texts[1]: 21 characters, at most 20 allowed"),
+        (body(beam=0), 422, "beam=0 must be between 1 and 6"),
+        (body(beam=7), 422, "beam=7 must be between 1 and 6"),
+        (body(beam=2, nbest=3), 422, "nbest=3 must be between 1 and beam=2"),
+        (body(nbest=2), 422, "nbest=2 must be between 1 and beam=1"),  # the model's beam
+        (body(nbest=0), 422, "nbest=0 must be between 1 and beam=1"),
+    ],
+)
+def test_a_bad_request_is_a_4xx_with_a_one_line_error(client, content, status, error):
+    app = client(max_texts=4, max_chars=20, max_beam=6)
+    response = app.post(
+        "/api/translate", content=content, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == status
+    assert list(response.json()) == ["error"]
+    assert response.json()["error"].startswith(error)
+    assert "\n" not in response.json()["error"]
+
+
+def test_an_unknown_path_is_a_one_line_404(client):
+    response = client().get("/api/nothing")
+    assert (response.status_code, response.json()) == (404, {"error": "Not Found"})
+
+
+def test_a_server_error_shows_no_traceback_and_the_server_goes_on(client, service, monkeypatch):
+    app = client()
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("secret internals at /home/x")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(service.translator, "translate", fail)
+        response = app.post("/api/translate", json={"texts": ["hello."]})
+    assert (response.status_code, response.json()) == (500, {"error": SERVER_ERROR})
+    assert "secret" not in response.text and "Traceback" not in response.text
+    assert app.post("/api/translate", json={"texts": ["hello."]}).status_code == 200
+
+
+def test_concurrent_requests_decode_in_fewer_calls_with_the_same_results(
+    client, service, monkeypatch
+):
+    # float64: batched and one-by-one decoding then agree to the last bit, as in the decoding tests
+    service.translator.model.double()
+    texts = [f"{word} sat on the mat." for word in ("the cat", "a dog", "it", "he", "she", "we")]
+    alone = [service.translate(GREEDY, [text])[0] for text in texts]
+    calls = []
+    translate = Translator.translate
+    monkeypatch.setattr(
+        Translator, "translate", lambda self, batch: calls.append(batch) or translate(self, batch)
+    )
+    app = client(batch_wait_ms=300)
+    with ThreadPoolExecutor(len(texts)) as pool:
+        responses = list(
+            pool.map(lambda text: app.post("/api/translate", json={"texts": [text]}), texts)
+        )
+    assert len(calls) < len(texts)
+    assert sum(len(batch) for batch in calls) == len(texts)
+    for response, expected in zip(responses, alone, strict=True):
+        served = response.json()["translations"][0]
+        assert served["text"] == expected.text
+        assert served["score"] == pytest.approx(expected.score, rel=1e-12)

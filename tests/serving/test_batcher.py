@@ -1,0 +1,51 @@
+"""The micro-batcher's grouping, and its worker surviving a failed batch."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from llm_from_scratch.serving.batcher import Job, MicroBatcher, batches
+
+
+def job(key: str, tokens: int) -> Job:
+    return Job(key, [f"{key}{tokens}"], tokens, future=None)  # type: ignore[arg-type]
+
+
+def test_batches_group_by_key_in_arrival_order_within_the_budget():
+    jobs = [job("a", 4), job("b", 3), job("a", 5), job("a", 2), job("b", 1), job("a", 12)]
+    grouped = [[(j.key, j.tokens) for j in batch] for batch in batches(jobs, budget=10)]
+    assert grouped == [
+        [("a", 4), ("a", 5)],
+        [("a", 2)],
+        [("a", 12)],  # over the budget: a batch of its own, never split
+        [("b", 3), ("b", 1)],
+    ]
+
+
+def test_requests_waiting_together_are_one_call_and_a_failure_fails_only_its_batch():
+    calls: list[list[str]] = []
+
+    def work(key: str, texts: list[str]) -> list[str]:
+        calls.append(texts)
+        if key == "bad":
+            raise RuntimeError("boom")
+        return [text.upper() for text in texts]
+
+    async def scenario() -> tuple[list[list[str]], list[str]]:
+        batcher = MicroBatcher(work, budget=100, wait_s=0.05)
+        worker = asyncio.create_task(batcher.run())
+        good = asyncio.gather(*(batcher.submit("ok", [f"t{i}", "x"], 2) for i in range(5)))
+        bad = batcher.submit("bad", ["y"], 1)
+        results = await good
+        with pytest.raises(RuntimeError, match="boom"):
+            await bad
+        after = await batcher.submit("ok", ["z"], 1)  # the worker goes on after a failure
+        worker.cancel()
+        return results, after
+
+    results, after = asyncio.run(scenario())
+    assert results == [[f"T{i}", "X"] for i in range(5)]
+    assert after == ["Z"]
+    assert calls[:2] == [[text for i in range(5) for text in (f"t{i}", "x")], ["y"]]

@@ -1,0 +1,112 @@
+"""The web page in Debian's headless chromium (Selenium): type, click, read the translation, the
+candidates and the heatmap. Without chromium and chromedriver it skips, unless REQUIRE_BROWSER is
+set (CI sets it: there a missing browser fails the test)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from llm_from_scratch.serving.api import STATIC, create_app
+from llm_from_scratch.serving.config import ServingConfig
+from llm_from_scratch.serving.service import TranslationService
+
+from .conftest import DEV_BLEU, STEP
+
+SENTENCE = "the cat sat on the mat."
+WAIT_S = 60  # for the first translation on a busy machine
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        if os.environ.get("REQUIRE_BROWSER"):
+            pytest.fail("REQUIRE_BROWSER is set but chromium or chromedriver is not installed")
+        pytest.skip("chromium and chromedriver not installed (Debian: chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    chrome = webdriver.Chrome(service=Service(driver), options=options)
+    yield chrome
+    chrome.quit()
+
+
+@pytest.fixture
+def server(service: TranslationService) -> Iterator[str]:
+    """The app on a free port, in a thread: its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app = create_app(service, ServingConfig())
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + WAIT_S
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/"
+    server.should_exit = True
+    thread.join()
+
+
+def test_typing_a_sentence_shows_its_translation_candidates_and_attention(browser, server):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server)
+    model = browser.find_element(By.ID, "model")
+    WebDriverWait(browser, WAIT_S).until(lambda _: "step" in model.text)
+    assert model.text == f"model: run tiny · step {STEP} · dev BLEU {DEV_BLEU:.1f}"
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys(SENTENCE)
+    browser.find_element(By.ID, "translate").click()
+    WebDriverWait(browser, WAIT_S).until(
+        lambda _: browser.find_elements(By.CSS_SELECTOR, "#heatmap td")
+    )
+
+    assert browser.find_element(By.ID, "translation").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#candidates li")) == 1  # greedy model
+    sources = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#heatmap th.source")]
+    targets = browser.find_elements(By.CSS_SELECTOR, "#heatmap th.target")
+    assert "".join(sources).replace("▁", " ").endswith("mat .<eos>")  # the corpus's style
+    cells = browser.find_elements(By.CSS_SELECTOR, "#heatmap td")
+    assert len(cells) == len(sources) * len(targets) > 0
+    assert not browser.find_element(By.ID, "error").is_displayed()
+
+
+def test_a_refused_request_shows_the_servers_error(browser, server):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server)
+    WebDriverWait(browser, WAIT_S).until(
+        lambda _: browser.find_element(By.ID, "source").get_attribute("maxlength") == "1000"
+    )
+    browser.execute_script("document.getElementById('source').removeAttribute('maxlength')")
+    browser.find_element(By.ID, "source").clear()
+    browser.find_element(By.ID, "source").send_keys("x" * 1001)
+    browser.find_element(By.ID, "translate").click()
+    error = browser.find_element(By.ID, "error")
+    WebDriverWait(browser, WAIT_S).until(lambda _: error.is_displayed())
+    assert error.text == "error: texts[0]: 1001 characters, at most 1000 allowed"
+
+
+@pytest.mark.parametrize("path", sorted(Path(STATIC).iterdir()), ids=lambda path: path.name)
+def test_the_page_loads_nothing_from_elsewhere(path):
+    assert not re.search(r"(https?:)?//[\w.-]+\.\w+/", path.read_text(encoding="utf-8"))
