@@ -190,10 +190,14 @@ class DataConfig:
                     f"data.source=urls needs a url for every file of {self.name!r}; "
                     f"missing for: {', '.join(missing) or 'data.files is empty'}"
                 )
+        self.check_batch_tokens(self.loading.batch_tokens, "data.loading.batch_tokens")
+
+    def check_batch_tokens(self, batch_tokens: int, key: str) -> None:
+        """Refuse a batch budget that cannot hold the longest pair cleaning keeps."""
         longest_pair = 2 * (self.cleaning.max_tokens + SPECIALS_PER_SIDE)
-        if self.loading.batch_tokens < longest_pair:
+        if batch_tokens < longest_pair:
             raise ConfigError(
-                f"data.loading.batch_tokens={self.loading.batch_tokens} cannot hold one pair of "
+                f"{key}={batch_tokens} cannot hold one pair of "
                 f"data.cleaning.max_tokens={self.cleaning.max_tokens} tokens per side "
                 f"(needs {longest_pair})"
             )

@@ -55,13 +55,15 @@ class DataModule:
         rank: int = 0,
         world_size: int = 1,
         device: torch.device | str = "cpu",
+        batch_tokens: int | None = None,
     ) -> DataLoader:
-        """This rank's batches of `epoch`, from its batch `start_batch` on (to resume)."""
+        """This rank's batches of `epoch`, from its batch `start_batch` on (to resume), of
+        `batch_tokens` (default: `data.loading.batch_tokens`)."""
         train, loading = self.splits["train"], self.cfg.loading
         sampler = TokenBudgetBatchSampler(
             column(train, "src_len"),
             column(train, "tgt_len"),
-            loading.batch_tokens,
+            batch_tokens or loading.batch_tokens,
             seed=loading.shuffle_seed,
             pool_size=loading.pool_size,
             rank=rank,

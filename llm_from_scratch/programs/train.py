@@ -55,6 +55,11 @@ class TrainConfig:
     training: TrainingConfig = MISSING
     decoding: DecodingConfig = MISSING
 
+    def __post_init__(self) -> None:
+        short = self.training.short_run
+        if short is not None and short.batch_tokens is not None:
+            self.data.check_batch_tokens(short.batch_tokens, "training.short_run.batch_tokens")
+
 
 register_schema("train_schema", TrainConfig)
 

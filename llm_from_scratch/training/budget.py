@@ -6,6 +6,8 @@ test decoding fit in what is left of the budget. The warm-up and the snapshot in
 proportion, so the learning rate still reaches zero at the last step and the averaged snapshots
 cover the same fraction of the run; validation keeps its interval (fewer validations leave more
 time to train).
+A run short enough for `training.short_run` trains its recipe (learning rate, dropout, warm-up and
+snapshot interval as shares of the run), whether the budget or `training.max_steps` made it short.
 The plan is stored in every checkpoint, so a resumed run keeps it, and a budgeted run trains the
 same weights as the step-budget run its log names.
 """
@@ -31,11 +33,23 @@ class Schedule:
     warmup_steps: int
     eval_every: int
     save_every: int
+    short: bool = False  # trains `training.short_run`'s recipe
 
     @classmethod
-    def of(cls, cfg: TrainingConfig, steps: int | None = None) -> Schedule:
-        """The config's schedule, shrunk to `steps` (default: `max_steps`, unchanged)."""
+    def of(
+        cls, cfg: TrainingConfig, steps: int | None = None, short: bool | None = None
+    ) -> Schedule:
+        """The config's schedule, shrunk to `steps` (default: `max_steps`, unchanged). `short`:
+        the recipe, default: `training.short_run`'s for a run of at most its `max_steps`, which
+        takes its shares of the steps for warm-up and snapshots."""
         steps = cfg.max_steps if steps is None else steps
+        if short is None:
+            short = cfg.short_run is not None and steps <= cfg.short_run.max_steps
+        if short:
+            recipe = cfg.short_run
+            assert recipe is not None, "a short schedule needs training.short_run"
+            save_every = max(1, round(steps * recipe.save_every))
+            return cls(steps, round(steps * recipe.warmup), cfg.eval_every, save_every, short=True)
         if steps == cfg.max_steps:
             return cls(steps, cfg.warmup_steps, cfg.eval_every, cfg.save_every)
         scale = steps / cfg.max_steps
@@ -45,12 +59,18 @@ class Schedule:
 
         return cls(steps, shrunk(cfg.warmup_steps), cfg.eval_every, shrunk(cfg.save_every))
 
-    def overrides(self) -> str:
+    def overrides(self, cfg: TrainingConfig) -> str:
         """The command-line overrides of the step-budget run that trains exactly this schedule."""
-        return (
-            f"training.max_time=null training.max_steps={self.steps} "
-            f"training.warmup_steps={self.warmup_steps} training.save_every={self.save_every}"
+        budgetless = f"training.max_time=null training.max_steps={self.steps}"
+        if self.short:  # its warm-up and snapshots follow from the step count
+            return budgetless
+        overrides = (
+            f"{budgetless} training.warmup_steps={self.warmup_steps} "
+            f"training.save_every={self.save_every}"
         )
+        if Schedule.of(cfg, self.steps).short:  # that many steps would take the short recipe
+            overrides += " training.short_run=null"
+        return overrides
 
     def validations(self) -> int:
         """Dev evaluations in the run: every `eval_every` steps and at the last step."""
@@ -82,19 +102,21 @@ def run_seconds(schedule: Schedule, costs: Costs) -> float:
     )
 
 
-def plan(cfg: TrainingConfig, seconds_left: float, costs: Costs) -> Schedule:
-    """The longest schedule, at most `max_steps`, that fits `seconds_left` (one step at least)."""
+def plan(cfg: TrainingConfig, seconds_left: float, costs: Costs, short: bool = False) -> Schedule:
+    """The longest schedule of a recipe (the default, or `training.short_run`'s) that fits
+    `seconds_left` (one step at least): at most `max_steps`, or the short recipe's own."""
     available = seconds_left * (1 - SAFETY_MARGIN)
-    if run_seconds(Schedule.of(cfg), costs) <= available:
-        return Schedule.of(cfg)
-    low, high = 1, cfg.max_steps  # run_seconds grows with the step count
+    most = min(cfg.max_steps, cfg.short_run.max_steps) if short and cfg.short_run else cfg.max_steps
+    if run_seconds(Schedule.of(cfg, most, short), costs) <= available:
+        return Schedule.of(cfg, most, short)
+    low, high = 1, most  # run_seconds grows with the step count
     while low < high:
         middle = (low + high + 1) // 2
-        if run_seconds(Schedule.of(cfg, middle), costs) <= available:
+        if run_seconds(Schedule.of(cfg, middle, short), costs) <= available:
             low = middle
         else:
             high = middle - 1
-    return Schedule.of(cfg, low)
+    return Schedule.of(cfg, low, short)
 
 
 PROBE_WARMUP = 2  # untimed first updates: allocator, kernel selection, torch.compile
@@ -135,15 +157,21 @@ def measure_costs(
     return costs, tokens / max(step * PROBE_STEPS, 1e-9)
 
 
-def describe(schedule: Schedule, full: Schedule, budget: float, tokens_per_second: float) -> str:
+def describe(
+    schedule: Schedule, full: Schedule, budget: float, tokens_per_second: float, cfg: TrainingConfig
+) -> str:
     """The log line of a plan."""
     budget_and_speed = f"{format_duration(budget)} at {tokens_per_second / 1000:.1f}k tokens/s"
     if schedule == full:
         return f"all {full.steps:,} steps fit {budget_and_speed}"
-    return (
-        f"planned {schedule.steps:,} of {full.steps:,} steps to fit {budget_and_speed}; the same "
-        f"run without a budget: {schedule.overrides()}"
-    )
+    if schedule.short:
+        planned = (
+            f"planned {schedule.steps:,} steps of the short recipe (training.short_run) to fit "
+            f"{budget_and_speed}, where {full.steps:,} of the default's do not"
+        )
+    else:
+        planned = f"planned {schedule.steps:,} of {full.steps:,} steps to fit {budget_and_speed}"
+    return f"{planned}; the same run without a budget: {schedule.overrides(cfg)}"
 
 
 def format_duration(seconds: float) -> str:

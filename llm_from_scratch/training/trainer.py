@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,7 @@ class Progress:
     batch_in_epoch: int = 0  # batches of `epoch` this rank has consumed
     elapsed: float = 0.0  # seconds of training, summed over resumed runs
     planned_steps: int = 0  # the step count `training.max_time` fixed; 0: not planned
+    planned_short: bool = False  # the plan is of `training.short_run`'s recipe
     best_bleu: float = -1.0
     best_step: int = 0  # the step of best.pt
     evals_without_improvement: int = 0
@@ -151,8 +152,7 @@ class Trainer:
             config.model, data.src_tok, data.tgt_tok, shared_vocab=config.tokenizer.shared
         ).to(device)
         self.optimizer = build_optimizer(self.model, self.cfg, device)
-        self.schedule = Schedule.of(self.cfg)
-        self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, self.schedule)
+        self._use_schedule(Schedule.of(self.cfg))
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
         self.final: FinalModel | None = None  # set by `fit` on the main process
@@ -278,6 +278,7 @@ class Trainer:
                 rank=self.dist.rank,
                 world_size=self.dist.world_size,
                 device=self.device,
+                batch_tokens=self.batch_tokens,
             )
             group: list[Batch] = []
             for batch in loader:
@@ -352,22 +353,67 @@ class Trainer:
     # ---- the time budget ----------------------------------------------------------------------
 
     def _plan_budget(self, validator: Validator | None) -> None:
-        """Under `training.max_time`, fix the run's step count before its first step."""
+        """Under `training.max_time`, fix the run's recipe and step count before its first step:
+        the step-budget run's recipe for as many steps as fit; where those are fewer than its
+        `max_steps`, the short recipe (`training.short_run`) if even its own length does not fit."""
         budget = self.cfg.budget_seconds
         if budget is None or self.progress.planned_steps or self.progress.step:
             return  # no budget, or a resumed run: it keeps the schedule it started with
+        full = self.schedule
         costs, tokens_per_second = self._probe(validator)
-        seconds_left = budget - (self.clock() - self.started_at)
-        steps = plan(self.cfg, seconds_left, costs).steps if self.dist.is_main else 0
-        schedule = Schedule.of(self.cfg, self.dist.sum(steps))  # rank 0's plan, on every rank
+        schedule = self._agreed(plan(self.cfg, self._seconds_left(budget), costs, full.short))
+        short = self.cfg.short_run
+        if short is not None and not schedule.short and schedule.steps < full.steps:
+            self._use_schedule(Schedule.of(self.cfg, short.max_steps, short=True))
+            short_costs, short_speed = self._probe(None)
+            short_costs = replace(costs, step=short_costs.step)  # the same validations and saves
+            candidate = plan(self.cfg, self._seconds_left(budget), short_costs, short=True)
+            candidate = self._agreed(candidate)
+            if candidate.steps < min(short.max_steps, self.cfg.max_steps):
+                schedule, tokens_per_second = candidate, short_speed
         self._use_schedule(schedule)
         self.progress.planned_steps = schedule.steps
+        self.progress.planned_short = schedule.short
         if self.dist.is_main:
-            logger.info("%s", describe(schedule, Schedule.of(self.cfg), budget, tokens_per_second))
+            logger.info("%s", describe(schedule, full, budget, tokens_per_second, self.cfg))
+
+    def _seconds_left(self, budget: float) -> float:
+        return budget - (self.clock() - self.started_at)
+
+    def _agreed(self, schedule: Schedule) -> Schedule:
+        """Rank 0's plan, on every rank: their probes time different batches."""
+        steps = self.dist.sum(schedule.steps if self.dist.is_main else 0)
+        short = self.dist.sum(int(schedule.short) if self.dist.is_main else 0)
+        return Schedule.of(self.cfg, steps, short=bool(short))
 
     def _use_schedule(self, schedule: Schedule) -> None:
+        """Train `schedule`: its length and warm-up, and for a short run the short recipe's
+        learning rate and dropout."""
         self.schedule = schedule
+        short = self.cfg.short_run if schedule.short else None
+        self.lr = short.lr if short is not None else self.cfg.lr
+        self.batch_tokens = self.config.data.loading.batch_tokens
+        if short is not None and short.batch_tokens is not None:
+            self.batch_tokens = short.batch_tokens
+        dropout = short.dropout if short is not None else self.config.model.dropout
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["initial_lr"] = self.lr
+        for module in self.model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = dropout
         self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
+        if short is not None and self.dist.is_main:
+            logger.info(
+                "a short run (%d steps, training.short_run.max_steps=%d): learning rate %g, "
+                "dropout %g, batches of %d tokens, warm-up %d steps, a snapshot every %d steps",
+                schedule.steps,
+                short.max_steps,
+                short.lr,
+                short.dropout,
+                self.batch_tokens,
+                schedule.warmup_steps,
+                schedule.save_every,
+            )
 
     def _probe(self, validator: Validator | None):
         """Time a few updates on the run's first batches, a validation and a save, then put back
@@ -481,7 +527,10 @@ class Trainer:
         self.progress = Progress(**state["progress"])
         self.progress.finished = is_finished(state)  # also for files from before the flag
         if self.progress.planned_steps:
-            self._use_schedule(Schedule.of(self.cfg, self.progress.planned_steps))
+            planned = Schedule.of(
+                self.cfg, self.progress.planned_steps, self.progress.planned_short
+            )
+            self._use_schedule(planned)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self._keep_saved_precision(state.get("precision"))
@@ -511,9 +560,9 @@ class Trainer:
             "model.d_model": config.model.d_model,
             "model.layers": config.model.n_encoder_layers + config.model.n_decoder_layers,
             "tokenizer.vocab_size": config.tokenizer.vocab_size,
-            "training.lr": self.cfg.lr,
+            "training.lr": self.lr,
             "training.label_smoothing": self.cfg.label_smoothing,
-            "data.loading.batch_tokens": config.data.loading.batch_tokens,
+            "data.loading.batch_tokens": self.batch_tokens,
             "precision": self.precision.name,
         }
 

@@ -12,7 +12,7 @@ from llm_from_scratch.checkpoint import load_checkpoint
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.training import trainer as trainer_module
 from llm_from_scratch.training.budget import Costs, Schedule, measure_costs, plan, run_seconds
-from llm_from_scratch.training.config import TrainingConfig, parse_duration
+from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.optim import lr_multiplier
 from llm_from_scratch.training.trainer import Trainer
 
@@ -20,6 +20,10 @@ from .test_trainer import crashing_after_step, fp32
 
 DEFAULT = TrainingConfig(
     max_steps=4200, warmup_steps=600, eval_every=500, save_every=250, keep_snapshots=5
+)
+WITH_SHORT_RUN = dataclasses.replace(
+    DEFAULT,
+    short_run=ShortRunConfig(max_steps=1500, lr=2e-3, dropout=0.0, warmup=0.143, save_every=0.06),
 )
 SLOW_CPU = Costs(step=1.9, validation=25.0, save=0.4, averaging=27.0)
 
@@ -75,6 +79,29 @@ def test_a_shorter_schedule_scales_warmup_and_snapshots_and_still_reaches_zero()
     assert lr_multiplier(schedule.warmup_steps - 1, "cosine", schedule) == 1.0
 
 
+def test_a_short_run_takes_the_short_recipe_whether_planned_or_set_by_max_steps():
+    planned = Schedule.of(WITH_SHORT_RUN, 1000)
+    assert (planned.warmup_steps, planned.save_every, planned.short) == (143, 60, True)
+    assert Schedule.of(dataclasses.replace(WITH_SHORT_RUN, max_steps=1000)) == planned
+    assert planned.overrides(WITH_SHORT_RUN) == "training.max_time=null training.max_steps=1000"
+    assert lr_multiplier(planned.steps - 1, "cosine", planned) == 0.0
+    assert not Schedule.of(WITH_SHORT_RUN, 1501).short
+    # The default recipe at a short run's length: only with the short recipe turned off.
+    default_recipe = Schedule.of(WITH_SHORT_RUN, 1000, short=False)
+    assert default_recipe.overrides(WITH_SHORT_RUN).endswith("training.short_run=null")
+    assert plan(WITH_SHORT_RUN, 600.0, SLOW_CPU, short=True).short
+    assert Schedule.of(WITH_SHORT_RUN) == Schedule.of(DEFAULT)  # 4,200 steps: the default recipe
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("max_steps", 0), ("lr", 0.0), ("dropout", 1.0), ("warmup", 1.0), ("save_every", 0.0)],
+)
+def test_short_run_settings_are_checked(key, value):
+    with pytest.raises(ConfigError, match=f"training.short_run.{key}="):
+        ShortRunConfig(**{key: value})
+
+
 def budgeted(config, run_dir: Path, **changes):
     settings = {"max_steps": 60, "warmup_steps": 12, "eval_every": 1000, "save_every": 20}
     return fp32(config, run_dir, **{**settings, **changes})
@@ -89,7 +116,7 @@ def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path
     schedule = trainer.schedule
     assert 1 < schedule.steps < 60 and trainer.progress.step == schedule.steps
     assert f"planned {schedule.steps} of 60 steps" in caplog.text
-    assert schedule.overrides() in caplog.text
+    assert schedule.overrides(trainer.cfg) in caplog.text
     assert trainer.scheduler.get_last_lr()[0] == 0.0  # the schedule ended at the planned step
     assert load_checkpoint(tmp_path / "budget" / "last.pt")["progress"]["planned_steps"] == (
         schedule.steps
@@ -105,6 +132,60 @@ def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path
         ),
         data,
     )
+    plain.fit()
+    for ours, theirs in zip(trainer.model.parameters(), plain.model.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+
+
+def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task, tmp_path, caplog):
+    config, data, _ = copy_task
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
+    short = ShortRunConfig(max_steps=60, lr=3e-3, dropout=0.0, warmup=0.2, save_every=0.25)
+    trainer = Trainer(
+        budgeted(config, tmp_path / "budget", max_time="23", short_run=short),
+        data,
+        clock=FakeClock(),
+    )
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    steps = trainer.schedule.steps
+    assert trainer.schedule.short and 1 < steps < 60
+    assert f"without a budget: training.max_time=null training.max_steps={steps}\n" in caplog.text
+    dropouts = [m.p for m in trainer.model.modules() if isinstance(m, torch.nn.Dropout)]
+    assert dropouts and set(dropouts) == {0.0}
+
+    plain = Trainer(budgeted(config, tmp_path / "plain", max_steps=steps, short_run=short), data)
+    assert plain.schedule == trainer.schedule
+    assert plain.scheduler.base_lrs == [3e-3, 3e-3]
+    plain.fit()
+    for ours, theirs in zip(trainer.model.parameters(), plain.model.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+
+
+def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
+    copy_task, tmp_path, caplog, monkeypatch
+):
+    config, data, _ = copy_task
+    short = ShortRunConfig(max_steps=150, lr=3e-3, dropout=0.0, batch_tokens=300, save_every=0.25)
+    batch_sizes = []
+    loader = type(data).train_loader
+
+    def spy(self, *args, **kwargs):
+        batch_sizes.append(kwargs["batch_tokens"])
+        return loader(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(data), "train_loader", spy)
+    settings = {"max_time": "35", "max_steps": 200, "short_run": short}
+    trainer = Trainer(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    steps = trainer.schedule.steps
+    assert trainer.schedule.short and 1 < steps < 150
+    assert f"planned {steps} steps of the short recipe" in caplog.text
+    assert trainer.progress.planned_short
+    assert batch_sizes[0] == 600 and batch_sizes[-1] == 300  # probed both, trained the short
+
+    plain = Trainer(budgeted(config, tmp_path / "plain", max_steps=steps, short_run=short), data)
     plain.fit()
     for ours, theirs in zip(trainer.model.parameters(), plain.model.parameters(), strict=True):
         torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
