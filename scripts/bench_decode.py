@@ -2,6 +2,8 @@
 
 Translates the small_parallel_enja test split (or its first --sentences) four ways and prints
 sentences/s and the cached/uncached speed ratio; it also checks that the cache changes no output.
+Where `decoding.precision=auto` picks bf16 autocast, the cached searches also run in fp32, for
+the speed ratio and the number of outputs bf16 leaves unchanged.
 The model is the --checkpoint given, else run `default`'s final model, else a fresh `model=small`
 with the dataset's bpe_8k tokenizers (loaded from paths.tokenizer_dir, or trained there first). An
 untrained model rarely emits EOS, so its outputs run to the length limit: the slowest case.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -31,6 +34,7 @@ from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.device import resolve_device
+from llm_from_scratch.precision import select_precision
 from llm_from_scratch.programs.common import compose_config, exit_on_user_error
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
@@ -81,9 +85,10 @@ def main() -> None:
         origin = "freshly initialised model=small (seed training.seed), bpe_8k tokenizers"
     sources = list(load_split(config.data, "test", config.paths)["src"])[: args.sentences]
     details = sys.stderr if args.table_rows else sys.stdout
+    precision = select_precision("auto", device, key="decoding.precision").name
     conditions = (
         f"{len(sources)} sentences of small_parallel_enja test; {origin}; device {device}, "
-        f"{torch.get_num_threads()} threads"
+        f"{torch.get_num_threads()} threads, {precision}"
     )
     print(conditions, file=details)
     print(
@@ -91,7 +96,7 @@ def main() -> None:
         file=details,
     )
     for name, beam_size in VARIANTS:
-        decode = DecodingConfig(beam_size=beam_size)
+        decode = DecodingConfig(beam_size=beam_size, precision=precision)
         rates, outputs = [], []
         for use_cache in (True, False):
             translator = Translator(model, src_tok, tgt_tok, decode, use_cache=use_cache)
@@ -111,6 +116,23 @@ def main() -> None:
                 f"| decoding {name}: sentences/s | {rates[0]:,.1f} | {rates[1]:,.1f} (no KV cache) "
                 f"| {rates[0] / rates[1]:.2f} | outputs {same}; {conditions} |"
             )
+        if precision != "fp32":
+            fp32 = Translator(model, src_tok, tgt_tok, replace(decode, precision="fp32"))
+            fp32.translate(sources[:8])
+            seconds, tokens = timed(fp32, sources)
+            rate = len(sources) / seconds
+            unchanged = sum(a == b for a, b in zip(outputs[0], tokens, strict=True))
+            print(
+                f"{name:8} in fp32: {rate:.1f} sentences/s; {precision} {rates[0] / rate:.2f}x "
+                f"as fast, {unchanged} of {len(sources)} outputs the same",
+                file=details,
+            )
+            if args.table_rows:
+                print(
+                    f"| decoding {name}, {precision} autocast: sentences/s | {rates[0]:,.1f} "
+                    f"| {rate:,.1f} (fp32) | {rates[0] / rate:.2f} | {unchanged} of "
+                    f"{len(sources)} outputs as in fp32; {conditions} |"
+                )
 
 
 if __name__ == "__main__":
