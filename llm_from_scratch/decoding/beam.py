@@ -63,7 +63,6 @@ def beam_search(
         # 2k candidates leave k that do not end in EOS even if k of them do.
         top_scores, top_beams, top_tokens = top_candidates(beam_scores, log_probs, 2 * k)
         is_eos = top_tokens == tok.eos_id
-        open_rows = torch.arange(len(sentences), device=device)[:, None] * k
 
         for index, rank in (is_eos[:, :k] & top_scores[:, :k].isfinite()).nonzero().tolist():
             finished[sentences[index]].append(
@@ -78,8 +77,8 @@ def beam_search(
         rank_order = torch.arange(2 * k, device=device)
         chosen = (is_eos.long() * 2 * k + rank_order).argsort(dim=1)[:, :k]  # (open, k)
         beam_scores = top_scores.gather(1, chosen)
-        parent_beams = top_beams.gather(1, chosen)  # (open, k)
-        parents = (open_rows + parent_beams).flatten()  # (open * k,)
+        first_rows = torch.arange(len(sentences), device=device)[:, None] * k
+        parents = (first_rows + top_beams.gather(1, chosen)).flatten()  # (open * k,)
         prefix = torch.cat([prefix[parents], top_tokens.gather(1, chosen).view(-1, 1)], dim=1)
 
         keep = []
