@@ -1,7 +1,10 @@
 """Decoding speed: greedy and beam-5, each with and without the KV cache, in this one process.
 
-Translates the small_parallel_enja test split (or its first --sentences) four ways and prints
-sentences/s and the cached/uncached speed ratio; it also checks that the cache changes no output.
+Translates the small_parallel_enja test split (or its first --sentences) four ways in fp32 and
+prints sentences/s and the cached/uncached speed ratio; it also checks that the cache changes no
+output (exact in fp32 only: bf16 rounds the cached and the full prefix's products differently).
+Where `decoding.precision=auto` picks bf16 autocast, the cached searches also run in bf16, against
+fp32: the speed ratio and how many outputs bf16 leaves unchanged.
 The model is the --checkpoint given, else run `default`'s final model, else a fresh `model=small`
 with the dataset's bpe_8k tokenizers (loaded from paths.tokenizer_dir, or trained there first). An
 untrained model rarely emits EOS, so its outputs run to the length limit: the slowest case.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -31,6 +35,7 @@ from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.device import resolve_device
+from llm_from_scratch.precision import select_precision
 from llm_from_scratch.programs.common import compose_config, exit_on_user_error
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
@@ -53,10 +58,13 @@ def default_model(runs_dir: str) -> Path | None:
 
 
 def timed(translator: Translator, sources: list[str]) -> tuple[float, list[list[int]]]:
+    """Sentences/s translating `sources` after a short warm-up (allocator, kernels), and the
+    outputs' target ids."""
+    translator.translate(sources[:8])
     start = time.perf_counter()
     translations = translator.translate(sources)
     seconds = time.perf_counter() - start
-    return seconds, [t.candidates[0].tokens for t in translations]
+    return len(sources) / seconds, [t.candidates[0].tokens for t in translations]
 
 
 def main() -> None:
@@ -81,6 +89,7 @@ def main() -> None:
         origin = "freshly initialised model=small (seed training.seed), bpe_8k tokenizers"
     sources = list(load_split(config.data, "test", config.paths)["src"])[: args.sentences]
     details = sys.stderr if args.table_rows else sys.stdout
+    precision = select_precision("auto", device, key="decoding.precision").name
     conditions = (
         f"{len(sources)} sentences of small_parallel_enja test; {origin}; device {device}, "
         f"{torch.get_num_threads()} threads"
@@ -91,25 +100,41 @@ def main() -> None:
         file=details,
     )
     for name, beam_size in VARIANTS:
-        decode = DecodingConfig(beam_size=beam_size)
+        decode = DecodingConfig(beam_size=beam_size, precision="fp32")
         rates, outputs = [], []
         for use_cache in (True, False):
-            translator = Translator(model, src_tok, tgt_tok, decode, use_cache=use_cache)
-            translator.translate(sources[:8])  # warm-up: allocator, kernels
-            seconds, tokens = timed(translator, sources)
-            rates.append(len(sources) / seconds)
+            rate, tokens = timed(
+                Translator(model, src_tok, tgt_tok, decode, use_cache=use_cache), sources
+            )
+            rates.append(rate)
             outputs.append(tokens)
         same = "identical" if outputs[0] == outputs[1] else "DIFFER"
         mean_len = sum(map(len, outputs[0])) / len(sources)
         print(
             f"{name:8} {rates[0]:11.1f} {rates[1]:13.1f} {rates[0] / rates[1]:8.2f}x  "
-            f"{same}, {mean_len:.1f} tokens on average",
+            f"{same}, {mean_len:.1f} tokens on average (fp32)",
             file=details,
         )
         if args.table_rows:
             print(
                 f"| decoding {name}: sentences/s | {rates[0]:,.1f} | {rates[1]:,.1f} (no KV cache) "
-                f"| {rates[0] / rates[1]:.2f} | outputs {same}; {conditions} |"
+                f"| {rates[0] / rates[1]:.2f} | outputs {same}; fp32; {conditions} |"
+            )
+        if precision == "fp32":
+            continue
+        decode = replace(decode, precision=precision)
+        rate, tokens = timed(Translator(model, src_tok, tgt_tok, decode), sources)
+        unchanged = sum(a == b for a, b in zip(outputs[0], tokens, strict=True))
+        print(
+            f"{name:8} {rate:11.1f} in {precision}: {rate / rates[0]:.2f}x fp32's speed, "
+            f"{unchanged} of {len(sources)} outputs as in fp32",
+            file=details,
+        )
+        if args.table_rows:
+            print(
+                f"| decoding {name}, {precision} autocast: sentences/s | {rate:,.1f} "
+                f"| {rates[0]:,.1f} (fp32) | {rate / rates[0]:.2f} | {unchanged} of "
+                f"{len(sources)} outputs as in fp32; {conditions} |"
             )
 
 

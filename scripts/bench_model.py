@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.reference import ReferenceSeq2Seq
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
-from llm_from_scratch.training.precision import Precision, matmul_rate, select_precision
+from llm_from_scratch.precision import Precision, matmul_rate, select_precision
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "model"
 PAD_ID = 0

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llm_from_scratch"
 # stages of layer 1 are separate units, so none of them imports another.
 LAYERS: list[tuple[str, ...]] = [
     ("errors",),
-    ("atomic", "paths", "device", "schema"),
+    ("atomic", "paths", "device", "precision", "schema"),
     ("tokenizer", "model", "data", "evaluation"),
     ("checkpoint",),
     ("decoding",),

@@ -60,18 +60,14 @@ def beam_search(
         inputs = prefix[:, -1:] if cache is not None else prefix
         logits = model.decode(inputs, memory, src_mask, cache)[:, -1]  # (open * k, vocab)
         log_probs = next_token_log_probs(logits, prefix[:, 1:], tok, no_repeat_ngram_size)
-        vocab = log_probs.size(-1)
-        candidates = (beam_scores.view(-1, 1) + log_probs).view(len(sentences), k * vocab)
         # 2k candidates leave k that do not end in EOS even if k of them do.
-        top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (open, 2k)
-        top_rows = top_ids // vocab + torch.arange(len(sentences), device=device)[:, None] * k
-        top_tokens = top_ids % vocab
+        top_scores, top_beams, top_tokens = top_candidates(beam_scores, log_probs, 2 * k)
         is_eos = top_tokens == tok.eos_id
 
         for index, rank in (is_eos[:, :k] & top_scores[:, :k].isfinite()).nonzero().tolist():
             finished[sentences[index]].append(
                 Hypothesis(
-                    tokens=prefix[top_rows[index, rank], 1:].tolist(),
+                    tokens=prefix[index * k + int(top_beams[index, rank]), 1:].tolist(),
                     score=float(top_scores[index, rank]) / length_penalty(length, alpha),
                     hit_max_len=False,
                 )
@@ -81,10 +77,12 @@ def beam_search(
         rank_order = torch.arange(2 * k, device=device)
         chosen = (is_eos.long() * 2 * k + rank_order).argsort(dim=1)[:, :k]  # (open, k)
         beam_scores = top_scores.gather(1, chosen)
-        parents = top_rows.gather(1, chosen).flatten()  # (open * k,)
+        first_rows = torch.arange(len(sentences), device=device)[:, None] * k
+        parents = (first_rows + top_beams.gather(1, chosen)).flatten()  # (open * k,)
         prefix = torch.cat([prefix[parents], top_tokens.gather(1, chosen).view(-1, 1)], dim=1)
 
         keep = []
+        best_open = beam_scores[:, 0].tolist()
         for index, sentence in enumerate(sentences):
             if length >= limits[sentence]:  # its open beams end here, unfinished
                 rows = range(index * k, (index + 1) * k)
@@ -98,23 +96,44 @@ def beam_search(
                     if score > float("-inf")
                 ]
             elif not _cannot_improve(
-                finished[sentence], float(beam_scores[index, 0]), limits[sentence], nbest, alpha
+                finished[sentence], best_open[index], limits[sentence], nbest, alpha
             ):
                 keep.append(index)
         if not keep:
             break
+        kept_rows = None
         if len(keep) < len(sentences):  # drop the finished sentences' rows
             sentences = [sentences[index] for index in keep]
             beam_scores = beam_scores[keep]
             kept = torch.tensor(keep, device=device)
-            rows = (kept[:, None] * k + torch.arange(k, device=device)).flatten()  # (open * k,)
-            # A sentence's memory rows are all equal, so they need no reordering by parent.
-            prefix, parents = prefix[rows], parents[rows]
-            memory, src_mask = memory[rows], src_mask[rows]
+            kept_rows = (kept[:, None] * k + torch.arange(k, device=device)).flatten()
+            prefix, parents = prefix[kept_rows], parents[kept_rows]
+            memory, src_mask = memory[kept_rows], src_mask[kept_rows]
         if cache is not None:
-            cache.reorder(parents)
+            # A sentence's beams share one memory, so their cross-attention keys and values need
+            # no reordering by parent, only selecting when sentences leave.
+            cache.reorder(parents, cross_indices=kept_rows)
 
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest] for hyps in finished]
+
+
+def top_candidates(
+    beam_scores: Tensor, log_probs: Tensor, count: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The `count` best extensions of each sentence's beams, best first: their scores, beams
+    (within the sentence) and tokens, each (sentences, count).
+
+    beam_scores (sentences, k); log_probs (sentences * k, vocab), row = sentence * k + beam. A
+    sentence's `count` best candidates are among each of its beams' `count` best tokens, so only
+    those are added to the beam scores, not every beam's whole vocabulary.
+    """
+    sentences, k = beam_scores.shape
+    width = min(count, log_probs.size(-1))
+    row_scores, row_tokens = log_probs.topk(width, dim=1)  # (sentences * k, width)
+    candidates = (beam_scores.view(-1, 1) + row_scores).view(sentences, k * width)
+    top_scores, top_ids = candidates.topk(count, dim=1)
+    top_tokens = row_tokens.view(sentences, k * width).gather(1, top_ids)
+    return top_scores, top_ids // width, top_tokens
 
 
 def _cannot_improve(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.precision import PRECISIONS
 
 
 @dataclass
@@ -16,6 +17,10 @@ class DecodingConfig:
     max_len_b: int = 10
     no_repeat_ngram_size: int = 0  # 0 disables
     batch_tokens: int = 8000  # bound on padded source tokens x beam_size per decoding batch
+    # Of `Translator` (translate, evaluate); validation decodes at training.precision. auto: bf16
+    # autocast where training's `auto` would pick it (a GPU, a CPU whose bf16 matrix products are
+    # native and faster), else fp32. bf16 is faster but changes a few outputs; fp32 is exact.
+    precision: str = "auto"
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:
@@ -35,6 +40,10 @@ class DecodingConfig:
         if self.no_repeat_ngram_size < 0:
             raise ConfigError(
                 f"decoding.no_repeat_ngram_size={self.no_repeat_ngram_size} must not be negative"
+            )
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"decoding.precision={self.precision!r} must be one of {', '.join(PRECISIONS)}"
             )
         if self.batch_tokens < 1:
             raise ConfigError(f"decoding.batch_tokens={self.batch_tokens} must be at least 1")

@@ -26,9 +26,9 @@ class EnsembleCache:
     def __init__(self, members: list[DecoderCache]) -> None:
         self.members = members
 
-    def reorder(self, indices: Tensor) -> None:
+    def reorder(self, indices: Tensor, cross_indices: Tensor | None = None) -> None:
         for cache in self.members:
-            cache.reorder(indices)
+            cache.reorder(indices, cross_indices)
 
 
 class Ensemble(nn.Module):

@@ -68,7 +68,7 @@ def greedy_search(
         rows, prefix, scores = rows[keep], prefix[keep], scores[keep]
         memory, src_mask = memory[keep], src_mask[keep]
         if cache is not None:
-            cache.reorder(keep)
+            cache.reorder(keep, cross_indices=keep)
 
     hypotheses = [result for result in results if result is not None]
     assert len(hypotheses) == len(results), "every row ends by its length limit at the latest"

@@ -37,6 +37,7 @@ from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import ConfigError, UserError
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.precision import select_precision
 from llm_from_scratch.schema import to_data, to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
@@ -153,6 +154,7 @@ class Translator:
         self.use_cache = use_cache
         self.source_style = source_style  # the training corpus's (data.corpus.source_style)
         self.device = next(model.parameters()).device
+        self.precision = select_precision(decode.precision, self.device, key="decoding.precision")
         self.checkpoints = list(checkpoints)  # what was loaded, for the user to be told
         # Longest source piece (EOS excluded) whose output limit a * (n + 1) + b still fits the
         # positional table, so the limit never silently truncates a translation.
@@ -218,14 +220,15 @@ class Translator:
             for index, text in enumerate(texts)
             for ids in self._pieces(prepare_source(_clean(text), self.source_style))
         ]
-        results = decode_pieces(
-            self.model,
-            [ids for _, ids in pieces],
-            self.src_tok,
-            self.tgt_tok,
-            self.decode,
-            use_cache=self.use_cache,
-        )
+        with self.precision.autocast():
+            results = decode_pieces(
+                self.model,
+                [ids for _, ids in pieces],
+                self.src_tok,
+                self.tgt_tok,
+                self.decode,
+                use_cache=self.use_cache,
+            )
 
         per_text: list[list[list[Hypothesis]]] = [[] for _ in texts]
         for (index, _), nbest in zip(pieces, results, strict=True):

@@ -53,12 +53,18 @@ class DecoderCache:
         """Target tokens cached so far: the position the next token will take."""
         return self.self_attention[0].length
 
-    def reorder(self, indices: Tensor) -> None:
-        """Select batch rows in place, e.g. the surviving hypotheses of a beam search step.
+    def reorder(self, indices: Tensor, cross_indices: Tensor | None = None) -> None:
+        """Select batch rows in place: `indices` of the self-attention keys/values and
+        `cross_indices` of the cross-attention ones (None leaves those as they are).
 
-        `indices` is a LongTensor (new_batch,) of rows of the current batch; rows may repeat, so
+        Each is a LongTensor (new_batch,) of rows of the current batch; rows may repeat, so
         new_batch may differ from the current batch size (expanding each source into beams).
-        The caller selects the same rows of `src_mask` (and `memory`) for the calls that follow.
+        Rows with equal memory have equal cross-attention keys/values: beam search reorders a
+        sentence's beams by parent without touching them. The caller selects the rows of
+        `src_mask` (and `memory`) that the cross-attention ones now hold.
         """
-        for kv_cache in (*self.self_attention, *self.cross_attention):
+        for kv_cache in self.self_attention:
             kv_cache.reorder(indices)
+        if cross_indices is not None:
+            for kv_cache in self.cross_attention:
+                kv_cache.reorder(cross_indices)

@@ -11,9 +11,9 @@ from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.precision import PRECISIONS
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 
-PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 SCHEDULES = ("inverse_sqrt", "cosine")
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
 

@@ -33,6 +33,7 @@ from llm_from_scratch.data.batch import Batch
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.precision import Precision, select_precision
 from llm_from_scratch.training.averaging import (
     average_checkpoints,
     record_dev_scores,
@@ -45,7 +46,6 @@ from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler
-from llm_from_scratch.training.precision import Precision, select_precision
 from llm_from_scratch.training.report import FinalModel, TrainingBar, scores_text, validation_line
 from llm_from_scratch.training.run_dir import (
     check_stopping_settings,

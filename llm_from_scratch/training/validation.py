@@ -13,6 +13,7 @@ from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.precision import Precision
 from llm_from_scratch.training.attention_figure import (
     attention_figure,
     render,
@@ -21,7 +22,6 @@ from llm_from_scratch.training.attention_figure import (
 from llm_from_scratch.training.config import RunConfig
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
-from llm_from_scratch.training.precision import Precision
 
 EXAMPLES_SHOWN = 5  # dev sentences whose translations are logged at every evaluation
 ATTENTION_SENTENCES = 3  # dev sentences whose cross-attention is drawn at every evaluation

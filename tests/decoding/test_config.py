@@ -35,6 +35,7 @@ def test_greedy_option_is_beam_size_one():
         ({"max_len_b": 0}, "decoding.max_len_b=0"),
         ({"no_repeat_ngram_size": -1}, "decoding.no_repeat_ngram_size=-1"),
         ({"batch_tokens": 0}, "decoding.batch_tokens=0"),
+        ({"precision": "fp8"}, "decoding.precision='fp8'"),
     ],
 )
 def test_invalid_values_are_named(values, message):

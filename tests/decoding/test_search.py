@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from llm_from_scratch.decoding import beam as beam_module
-from llm_from_scratch.decoding.beam import beam_search, length_penalty
+from llm_from_scratch.decoding.beam import beam_search, length_penalty, top_candidates
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.greedy import greedy_search
 
@@ -178,3 +178,22 @@ def test_beam_early_stop_changes_nothing_but_the_work(
     full_rows, full = count_decoded_rows(copy_model, beam, tokenizer, sources, **options)
     assert [as_tuples(n) for n in early] == [as_tuples(n) for n in full]
     assert early_rows < full_rows
+
+
+@pytest.mark.parametrize("vocab", [3, 50])  # 3: fewer tokens than candidates asked for
+def test_top_candidates_equal_scoring_every_beams_whole_vocabulary(vocab):
+    generator = torch.Generator().manual_seed(0)
+    sentences, k = 6, 4
+    beam_scores = -torch.rand(sentences, k, generator=generator, dtype=torch.float64) * 5
+    beam_scores[0, 1:] = float("-inf")  # a first step: only one beam may expand
+    log_probs = torch.randn(sentences * k, vocab, generator=generator).log_softmax(dim=-1)
+    log_probs[:, 0] = float("-inf")  # a forbidden token
+
+    scores, beams, tokens = top_candidates(beam_scores, log_probs, 2 * k)
+
+    every = (beam_scores.view(-1, 1) + log_probs).view(sentences, k * vocab)
+    expected_scores, expected_ids = every.topk(2 * k, dim=1)
+    assert torch.equal(scores, expected_scores)
+    finite = scores.isfinite()  # the order of -inf ties is arbitrary
+    assert torch.equal(beams[finite], (expected_ids // vocab)[finite])
+    assert torch.equal(tokens[finite], (expected_ids % vocab)[finite])

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
+import dataclasses
 
+import pytest
+import torch
+
+from llm_from_scratch import precision as precision_module
 from llm_from_scratch.decoding.batched import decode_pieces, length_batches
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import InputError, Translator
+from llm_from_scratch.errors import ConfigError
 
 GREEDY = DecodingConfig(beam_size=1, length_penalty=0.0, max_len_a=1.0, max_len_b=5)
 
@@ -126,3 +131,30 @@ def test_streaming_translates_a_group_only_when_asked_for_it(translator, monkeyp
     assert groups == [["a", "b"]]  # the first translation comes before the rest is translated
     assert len(list(stream)) == 4
     assert groups == [["a", "b"], ["c", "d"], ["e"]]
+
+
+@pytest.mark.parametrize(
+    ("precision", "bf16_faster", "expected"),
+    [("auto", True, torch.bfloat16), ("auto", False, None), ("fp32", True, None)],
+)
+def test_decoding_autocasts_to_the_precision_chosen(
+    copy_model, tokenizer, monkeypatch, precision, bf16_faster, expected
+):
+    monkeypatch.setattr(precision_module, "cpu_bf16_is_faster", lambda: bf16_faster)
+    autocast = []
+    decode = copy_model.decode
+
+    def spy(*args, **kwargs):
+        enabled = torch.is_autocast_enabled("cpu")
+        autocast.append(torch.get_autocast_dtype("cpu") if enabled else None)
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(copy_model, "decode", spy)
+    config = dataclasses.replace(GREEDY, precision=precision)
+    Translator(copy_model, tokenizer, tokenizer, config).translate(["the cat sat."])
+    assert set(autocast) == {expected}
+
+
+def test_fp16_decoding_on_a_cpu_is_a_config_error(copy_model, tokenizer):
+    with pytest.raises(ConfigError, match=r"decoding\.precision=fp16 needs a GPU"):
+        Translator(copy_model, tokenizer, tokenizer, dataclasses.replace(GREEDY, precision="fp16"))

@@ -67,13 +67,32 @@ def test_reorder_follows_beam_indices() -> None:
 
     # Expand three sources into five hypotheses, in a new order, as a beam search step would.
     beams = torch.tensor([2, 0, 0, 1, 2])
-    cache.reorder(beams)
+    cache.reorder(beams, cross_indices=beams)
     next_tokens = torch.tensor([[5], [6], [7], [8], [9]])
     step = model.decode(next_tokens, memory[beams], src_mask[beams], cache=cache)
 
     prefixes = torch.cat([tgt[beams, :3], next_tokens], dim=1)
     full = model(src[beams], src_mask[beams], prefixes)
     assert cache.length == 4
+    assert (step[:, 0] - full[:, -1]).abs().max().item() < 1e-5
+
+
+@torch.no_grad()
+def test_rows_of_one_memory_reorder_without_their_cross_attention() -> None:
+    # A beam search's beams of one sentence: equal memory rows, self-attention rows that differ.
+    model = build_model()
+    src, src_mask, tgt = inputs()
+    beams = torch.tensor([1, 1, 1])
+    memory = model.encode(src, src_mask)[beams]
+    cache = model.new_cache()
+    model.decode(tgt[:, :3], memory, src_mask[beams], cache=cache)
+
+    parents = torch.tensor([2, 0, 2])
+    cache.reorder(parents)  # the cross-attention rows stay as they are
+    next_tokens = torch.tensor([[5], [6], [7]])
+    step = model.decode(next_tokens, memory, src_mask[beams], cache=cache)
+
+    full = model(src[beams], src_mask[beams], torch.cat([tgt[parents, :3], next_tokens], dim=1))
     assert (step[:, 0] - full[:, -1]).abs().max().item() < 1e-5
 
 

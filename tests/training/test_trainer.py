@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from llm_from_scratch import precision as precision_module
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.training import precision as precision_module
 from llm_from_scratch.training.averaging import snapshot_paths
 from llm_from_scratch.training.trainer import Trainer, TrainingError
 from tests.decoding.builders import MISFIT_MESSAGES, misfit_weights

@@ -26,7 +26,8 @@ def test_validation_greedy_equals_the_translator_with_beam_size_one(copy_task, t
     hypotheses = Validator(trainer.model, data, trainer.precision, trainer.config).translate(
         dev["src_ids"]
     )
-    greedy = dataclasses.replace(decoding, beam_size=1, nbest=1)
+    # At the precision validation decoded at (training's), not the translator's own choice.
+    greedy = dataclasses.replace(decoding, beam_size=1, nbest=1, precision=trainer.precision.name)
     translator = Translator.from_checkpoint(tmp_path / "last.pt", "cpu", greedy)
     translations = translator.translate(list(dev["src"]))
     assert [t.text for t in translations] == hypotheses

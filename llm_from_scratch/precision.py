@@ -1,4 +1,4 @@
-"""Mixed-precision selection: the AMP set-up in one place."""
+"""Mixed-precision selection, for training and decoding: the AMP set-up in one place."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from llm_from_scratch.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}
 # `auto` trains a CPU in bf16 only when its matrix products beat fp32's by this much: near a tie,
 # fp32's precision is worth more than a few per cent of speed.
@@ -37,21 +38,25 @@ class Precision:
         return torch.amp.GradScaler(self.device.type, enabled=self.name == "fp16")
 
 
-def select_precision(requested: str, device: torch.device) -> Precision:
+def select_precision(
+    requested: str, device: torch.device, key: str = "training.precision"
+) -> Precision:
     """`auto`: bf16 where the hardware computes it natively and faster, fp16 on older GPUs, else
-    fp32."""
+    fp32. `key` names the setting in messages (e.g. `decoding.precision`)."""
     if requested == "auto":
         if device.type == "cuda":
             requested = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
         else:
             requested = "bf16" if cpu_bf16_is_faster() else "fp32"
     if requested == "fp16" and device.type == "cpu":
-        raise ConfigError("training.precision=fp16 needs a GPU; use bf16 or fp32 on a CPU")
+        raise ConfigError(f"{key}=fp16 needs a GPU; use bf16 or fp32 on a CPU")
     if requested == "bf16" and device.type == "cpu" and not cpu_supports_bf16():
         # Without native instructions bf16 is emulated, orders of magnitude slower than fp32.
         log.warning(
-            "training.precision=bf16, but this CPU has no native bf16 (AVX-512-bf16 or AMX): "
-            "emulated bf16 is far slower than fp32 here; use training.precision=auto or fp32"
+            "%s=bf16, but this CPU has no native bf16 (AVX-512-bf16 or AMX): "
+            "emulated bf16 is far slower than fp32 here; use %s=auto or fp32",
+            key,
+            key,
         )
     return Precision(device, requested)
 
@@ -73,7 +78,7 @@ def cpu_bf16_is_faster() -> bool:
     speedup = cpu_bf16_speedup()
     faster = speedup >= CPU_BF16_MIN_SPEEDUP
     log.info(
-        "precision auto: bf16 matrix products %.2fx fp32's on this CPU; training in %s",
+        "precision auto: bf16 matrix products %.2fx fp32's on this CPU; computing in %s",
         speedup,
         "bf16" if faster else "fp32",
     )

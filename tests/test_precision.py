@@ -7,9 +7,9 @@ import logging
 import pytest
 import torch
 
+from llm_from_scratch import precision as precision_module
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.training import precision as precision_module
-from llm_from_scratch.training.precision import select_precision
+from llm_from_scratch.precision import select_precision
 
 CPU = torch.device("cpu")
 
