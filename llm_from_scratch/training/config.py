@@ -38,7 +38,7 @@ class ShortRunConfig:
     them down, as do the default's large batches: at equal time, smaller batches make more
     updates. Warm-up and snapshot interval are shares of the run's steps."""
 
-    max_steps: int = 1500
+    max_steps: int = 2500
     lr: float = 2e-3
     dropout: float = 0.0  # instead of model.dropout
     batch_tokens: int | None = 2048  # instead of data.loading.batch_tokens (null: the same)
