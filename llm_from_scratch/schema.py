@@ -8,6 +8,7 @@ registers it in Hydra's ConfigStore. The dataclasses' `__post_init__` checks val
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
@@ -35,3 +36,21 @@ def to_schema(cfg: DictConfig | dict[str, Any], schema: type[Schema]) -> Schema:
 def to_data(config: Any) -> dict[str, Any]:
     """A schema instance as plain data (dicts, lists, scalars), e.g. to store in a checkpoint."""
     return OmegaConf.to_container(OmegaConf.structured(config))
+
+
+def with_overrides(config: Schema, overrides: dict[str, Any], group: str) -> Schema:
+    """`config` (a schema instance) with some keys replaced, converted to their types and
+    validated; errors name the key as `<group>.<key>`."""
+    known = [field.name for field in fields(config)]
+    for key in overrides:
+        if key not in known:
+            raise ConfigError(
+                f"{group}.{key} is not a {group} setting; they are {', '.join(known)}"
+            )
+    try:
+        return to_schema({**to_data(config), **overrides}, type(config))
+    except ConfigError as error:
+        if str(error).startswith(f"{group}."):
+            raise  # the schema's own check names the key
+        settings = " ".join(f"{group}.{key}={value}" for key, value in overrides.items())
+        raise ConfigError(f"{settings}: {error}") from None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -34,11 +34,11 @@ from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ensemble import Ensemble
 from llm_from_scratch.device import resolve_device
-from llm_from_scratch.errors import ConfigError, UserError
+from llm_from_scratch.errors import UserError
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import select_precision
-from llm_from_scratch.schema import to_data, to_schema
+from llm_from_scratch.schema import to_schema, with_overrides
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 # Split points, coarsest first: after sentence-final punctuation, then between words.
@@ -111,23 +111,6 @@ def restore_models(paths: Sequence[str | Path], device: torch.device) -> Restore
     return RestoredModels(model, src_tok, tgt_tok, config, summaries)
 
 
-def with_overrides(decode: DecodingConfig, overrides: dict[str, Any]) -> DecodingConfig:
-    """`decode` with some keys replaced, converted to their types and validated."""
-    known = [field.name for field in fields(DecodingConfig)]
-    for key in overrides:
-        if key not in known:
-            raise ConfigError(
-                f"decoding.{key} is not a decoding setting; they are {', '.join(known)}"
-            )
-    try:
-        return to_schema({**to_data(decode), **overrides}, DecodingConfig)
-    except ConfigError as error:
-        if str(error).startswith("decoding."):
-            raise  # the schema's own check names the key
-        settings = " ".join(f"decoding.{key}={value}" for key, value in overrides.items())
-        raise ConfigError(f"{settings}: {error}") from None
-
-
 class Translator:
     """Translates texts with a model and its tokenizers, loaded once:
 
@@ -185,7 +168,7 @@ class Translator:
         restored = restore_models([path, *ensemble], resolve_device(device))
         decode = decode or to_schema(restored.config["decoding"], DecodingConfig)
         if decoding:
-            decode = with_overrides(decode, decoding)
+            decode = with_overrides(decode, decoding, "decoding")
         corpus = restored.config["data"]["corpus"]
         return cls(
             restored.model,

@@ -14,13 +14,9 @@ run, step and dev BLEU, and the limits. Requests that arrive together are decode
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
-from dataclasses import fields
-from typing import Any
 
-from llm_from_scratch.decoding.translator import Translator
-from llm_from_scratch.errors import ConfigError, UserError
+from llm_from_scratch.errors import UserError
 from llm_from_scratch.programs.arguments import (
     Parser,
     UsageError,
@@ -31,7 +27,8 @@ from llm_from_scratch.programs.arguments import (
     refuse_unknown_option,
 )
 from llm_from_scratch.programs.common import run_main
-from llm_from_scratch.schema import to_data, to_schema
+from llm_from_scratch.programs.translate import load_translator
+from llm_from_scratch.schema import with_overrides
 from llm_from_scratch.serving.config import ServingConfig
 from llm_from_scratch.serving.service import TranslationService
 
@@ -50,14 +47,7 @@ def main(argv: Sequence[str]) -> int:
             f"the server needs {missing.name}: install the serve extra (`make setup`, or "
             "`pip install -e '.[serve]'`)"
         ) from None
-    options: dict[str, Any] = {"device": args.device, "ensemble": args.ensemble}
-    options |= settings["decoding"] | ({"beam_size": args.beam} if args.beam else {})
-    if args.checkpoint:
-        translator = Translator.from_checkpoint(args.checkpoint, **options)
-    else:
-        translator = Translator.from_run(args.run, **options)
-    for checkpoint in translator.checkpoints:
-        print(f"model: {checkpoint}", file=sys.stderr)
+    translator = load_translator(args, settings["decoding"])
     service = TranslationService(translator, run=None if args.checkpoint else args.run)
     uvicorn.run(create_app(service, limits), host=args.host, port=args.port, log_level="info")
     return 0
@@ -82,19 +72,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[
 
 def serving_config(overrides: dict[str, str]) -> ServingConfig:
     """The defaults with `overrides` applied, converted to their types and validated."""
-    known = [field.name for field in fields(ServingConfig)]
-    for key in overrides:
-        if key not in known:
-            raise ConfigError(
-                f"serving.{key} is not a serving setting; they are {', '.join(known)}"
-            )
-    try:
-        return to_schema({**to_data(ServingConfig()), **overrides}, ServingConfig)
-    except ConfigError as error:
-        if str(error).startswith("serving."):
-            raise  # the schema's own check names the key
-        settings = " ".join(f"serving.{key}={value}" for key, value in overrides.items())
-        raise ConfigError(f"{settings}: {error}") from None
+    return with_overrides(ServingConfig(), overrides, "serving")
 
 
 def _port(text: str) -> int:

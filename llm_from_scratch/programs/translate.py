@@ -91,8 +91,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, str]]
 
 
 def load_translator(args: argparse.Namespace, decoding: dict[str, str]) -> Translator:
-    """The translator the flags ask for; which checkpoints it loaded goes to stderr."""
-    overrides = {"beam_size": args.beam, "nbest": args.nbest, **decoding}
+    """The translator the model flags (`add_model_arguments`, and `--nbest` where the program has
+    it) ask for; which checkpoints it loaded goes to stderr."""
+    overrides = {"beam_size": args.beam, "nbest": getattr(args, "nbest", None), **decoding}
     options = {
         "device": args.device,
         "ensemble": args.ensemble,
