@@ -152,7 +152,7 @@ class Trainer:
             config.model, data.src_tok, data.tgt_tok, shared_vocab=config.tokenizer.shared
         ).to(device)
         self.optimizer = build_optimizer(self.model, self.cfg, device)
-        self._use_schedule(Schedule.of(self.cfg))
+        self._use_schedule(Schedule.of(self.cfg), announce=self.cfg.max_time is None)
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
         self.final: FinalModel | None = None  # set by `fit` on the main process
@@ -364,7 +364,7 @@ class Trainer:
         schedule = self._agreed(plan(self.cfg, self._seconds_left(budget), costs, full.short))
         short = self.cfg.short_run
         if short is not None and not schedule.short and schedule.steps < full.steps:
-            self._use_schedule(Schedule.of(self.cfg, short.max_steps, short=True))
+            self._use_schedule(Schedule.of(self.cfg, short.max_steps, short=True), announce=False)
             short_costs, short_speed = self._probe(None)
             short_costs = replace(costs, step=short_costs.step)  # the same validations and saves
             candidate = plan(self.cfg, self._seconds_left(budget), short_costs, short=True)
@@ -386,9 +386,9 @@ class Trainer:
         short = self.dist.sum(int(schedule.short) if self.dist.is_main else 0)
         return Schedule.of(self.cfg, steps, short=bool(short))
 
-    def _use_schedule(self, schedule: Schedule) -> None:
+    def _use_schedule(self, schedule: Schedule, announce: bool = True) -> None:
         """Train `schedule`: its length and warm-up, and for a short run the short recipe's
-        learning rate and dropout."""
+        learning rate, dropout and batch size (`announce`: say so in the log)."""
         self.schedule = schedule
         short = self.cfg.short_run if schedule.short else None
         self.lr = short.lr if short is not None else self.cfg.lr
@@ -402,7 +402,7 @@ class Trainer:
             if isinstance(module, torch.nn.Dropout):
                 module.p = dropout
         self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
-        if short is not None and self.dist.is_main:
+        if short is not None and announce and self.dist.is_main:
             logger.info(
                 "a short run (%d steps, training.short_run.max_steps=%d): learning rate %g, "
                 "dropout %g, batches of %d tokens, warm-up %d steps, a snapshot every %d steps",
