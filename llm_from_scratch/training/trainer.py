@@ -41,7 +41,7 @@ from llm_from_scratch.training.averaging import (
     snapshot_paths,
 )
 from llm_from_scratch.training.budget import Schedule, describe, measure_costs, plan
-from llm_from_scratch.training.config import RunConfig
+from llm_from_scratch.training.config import RunConfig, ShortRunConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
@@ -369,7 +369,7 @@ class Trainer:
             short_costs = replace(costs, step=short_costs.step)  # the same validations and saves
             candidate = plan(self.cfg, self._seconds_left(budget), short_costs, short=True)
             candidate = self._agreed(candidate)
-            if candidate.steps < min(short.max_steps, self.cfg.max_steps):
+            if candidate.steps < short.max_steps:  # not even the short recipe's own length fits
                 schedule, tokens_per_second = candidate, short_speed
         self._use_schedule(schedule)
         self.progress.planned_steps = schedule.steps
@@ -390,11 +390,7 @@ class Trainer:
         """Train `schedule`: its length and warm-up, and for a short run the short recipe's
         learning rate, dropout and batch size (`announce`: say so in the log)."""
         self.schedule = schedule
-        short = self.cfg.short_run if schedule.short else None
-        self.lr = short.lr if short is not None else self.cfg.lr
-        self.batch_tokens = self.config.data.loading.batch_tokens
-        if short is not None and short.batch_tokens is not None:
-            self.batch_tokens = short.batch_tokens
+        short = self._short_recipe
         dropout = short.dropout if short is not None else self.config.model.dropout
         for group in self.optimizer.param_groups:
             group["lr"] = group["initial_lr"] = self.lr
@@ -414,6 +410,25 @@ class Trainer:
                 schedule.warmup_steps,
                 schedule.save_every,
             )
+
+    @property
+    def _short_recipe(self) -> ShortRunConfig | None:
+        """`training.short_run` when the schedule trains it, else None."""
+        return self.cfg.short_run if self.schedule.short else None
+
+    @property
+    def lr(self) -> float:
+        """The schedule's peak learning rate."""
+        short = self._short_recipe
+        return short.lr if short is not None else self.cfg.lr
+
+    @property
+    def batch_tokens(self) -> int:
+        """Tokens per training batch under the schedule."""
+        short = self._short_recipe
+        if short is not None and short.batch_tokens is not None:
+            return short.batch_tokens
+        return self.config.data.loading.batch_tokens
 
     def _probe(self, validator: Validator | None):
         """Time a few updates on the run's first batches, a validation and a save, then put back
