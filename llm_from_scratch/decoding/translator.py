@@ -199,9 +199,7 @@ class Translator:
     def translate(self, texts: Sequence[str]) -> list[Translation]:
         """One translation per text, in order; an empty (or all-space) text gives ""."""
         pieces: list[tuple[int, list[int]]] = [
-            (index, ids)
-            for index, text in enumerate(texts)
-            for ids in self._pieces(prepare_source(_clean(text), self.source_style))
+            (index, ids) for index, text in enumerate(texts) for ids in self.source_pieces(text)
         ]
         with self.precision.autocast():
             results = decode_pieces(
@@ -229,6 +227,11 @@ class Translator:
         texts = iter(texts)
         while group := list(islice(texts, batch_lines)):
             yield from self.translate(group)
+
+    def source_pieces(self, text: str) -> list[list[int]]:
+        """The source ids `translate` decodes for `text`: cleaned, put in the corpus's style,
+        and split into pieces the model can take (none for an empty text)."""
+        return self._pieces(prepare_source(_clean(text), self.source_style))
 
     def _pieces(self, text: str) -> list[list[int]]:
         """Source ids of `text`, split into pieces of at most `max_src_tokens`."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.translator import Candidate, Translator
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.training.attention_figure import piece_label, teacher_forced_attention
@@ -118,11 +117,10 @@ class TranslationService:
         )
         if not isinstance(model, Seq2SeqTransformer):
             return None
-        # As the translator encodes it (which also turns control characters into spaces).
-        ids = src_tok.encode(prepare_source(text.strip(), self.translator.source_style))
-        if len(ids) > self.translator.max_src_tokens:
+        pieces = self.translator.source_pieces(text)
+        if len(pieces) != 1:
             return None
-        src_ids = [*ids, src_tok.eos_id]
+        src_ids = [*pieces[0], src_tok.eos_id]
         tgt_out = best.tokens if best.hit_max_len else [*best.tokens, tgt_tok.eos_id]
         weights = teacher_forced_attention(model, src_ids, tgt_out, tgt_tok.bos_id)
         return Alignment(
