@@ -34,8 +34,10 @@ import torch
 import torch.nn.functional as F
 from omegaconf import OmegaConf
 from torch import Tensor, nn
+from torch.autograd.profiler_util import FunctionEvent
 
 from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.model.dropout import PROFILER_RANGE
 from llm_from_scratch.model.reference import ReferenceSeq2Seq
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision, matmul_rate, select_precision
@@ -95,22 +97,34 @@ def time_alternately(
 
 def profile_step(step: Callable[[], None], steps: int) -> list[tuple[str, float]]:
     """Self CPU time per operator over `steps` training steps, as shares of the total, largest
-    first (torch.profiler; the first step is a warm-up)."""
+    first (torch.profiler; the first step is a warm-up). Operators that run inside our dropout
+    are named "… (dropout)": the mask is built from generic ones (random_, ge, mul)."""
     step()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
         for _ in range(steps):
             step()
-    events = profiler.key_averages()
-    total = sum(event.self_cpu_time_total for event in events)
-    shares = [(event.key, event.self_cpu_time_total / total) for event in events]
-    return sorted(shares, key=lambda item: -item[1])
+    self_time: dict[str, float] = {}
+    for event in profiler.events():
+        name = f"{event.name} (dropout)" if inside_dropout(event.cpu_parent) else event.name
+        self_time[name] = self_time.get(name, 0.0) + event.self_cpu_time_total
+    total = sum(self_time.values())
+    return sorted(((name, time / total) for name, time in self_time.items()), key=lambda i: -i[1])
+
+
+def inside_dropout(event: FunctionEvent | None) -> bool:
+    """Whether a profiler event ran within `Dropout`'s profiler range."""
+    while event is not None:
+        if event.name == PROFILER_RANGE:
+            return True
+        event = event.cpu_parent
+    return False
 
 
 def operator_group(name: str) -> str:
     """The part of a step an operator belongs to."""
     groups = {
+        "dropout": ("bernoulli", "dropout"),
         "matrix products": ("mm", "addmm", "bmm", "matmul", "linear", "scaled_dot_product"),
-        "dropout": ("bernoulli", "dropout", "native_dropout"),
         "optimizer": ("_foreach", "adamw", "lerp", "addcdiv", "addcmul", "sqrt"),
         "layer norm": ("layer_norm",),
     }
@@ -240,7 +254,7 @@ def main() -> None:
         )
         print(
             f"| training step, time by part (dropout {cfg.dropout}) | {parts} | — | | "
-            f"torch.profiler self CPU time; operators in {BENCH_LOG_HINT} |"
+            f"torch.profiler self CPU time, {precision.name}; operators in {BENCH_LOG_HINT} |"
         )
     if args.table_rows:
         mfu = flops / seconds[f"ours, dropout {cfg.dropout}"] / peak

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
+import torch
+
+from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.precision import select_precision
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\| [^|]+ \| [^|]+ \| [^|]+ \|\s*(?:\d+\.\d\d)?\s*\| [^|]+ \|$")
@@ -45,6 +52,26 @@ def test_benchmark_prints_table_rows(script, corpus_mirror, tmp_path):
     assert rows and all(ROW.match(row) for row in rows), result.stdout
     if script == "bench_model.py":  # the rows name the precision they were timed at
         assert all("fp32" in row for row in rows), result.stdout
+
+
+def test_the_profile_names_the_operators_that_build_the_dropout_mask():
+    spec = importlib.util.spec_from_file_location(
+        "bench_model", REPO_ROOT / "scripts/bench_model.py"
+    )
+    bench_model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_model)
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(ModelConfig(d_model=16, n_heads=2, d_ff=32), 50, 50, 0).train()
+    optimizer = torch.optim.AdamW(model.parameters())
+    precision = select_precision("fp32", torch.device("cpu"))
+    src, tgt = torch.randint(1, 50, (2, 5)), torch.randint(1, 50, (2, 6))
+    step = partial(bench_model.training_step, model, optimizer, precision, src, src > 0, tgt)
+    shares = dict(bench_model.profile_step(step, steps=1))
+    assert shares.get("aten::random_ (dropout)", 0.0) > 0.0
+    assert shares.get("aten::addcmul (dropout)", 0.0) > 0.0
+    assert bench_model.operator_group("aten::addcmul (dropout)") == "dropout"
+    assert bench_model.operator_group("aten::addcmul") == "optimizer"
+    assert sum(shares.values()) == pytest.approx(1.0)
 
 
 def _smoke_checkpoint(tmp_path: Path, corpus_mirror: Path) -> Path:

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from llm_from_scratch.model.attention import MultiHeadAttention
 from llm_from_scratch.model.cache import KeyValueCache
 from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.model.dropout import Dropout
 
 
 def sinusoidal_positions(max_positions: int, d_model: int) -> Tensor:
@@ -44,7 +45,7 @@ class Embedding(nn.Module):
         self.register_buffer(
             "positions", sinusoidal_positions(max_positions, d_model), persistent=False
         )
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
         """tokens (batch, len) at positions start, start+1, ... → (batch, len, d_model)."""
@@ -68,14 +69,14 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def sublayer_input(self, x: Tensor) -> Tensor:
         return self.norm(x) if self.norm_first else x
 
     def forward(self, x: Tensor, sublayer_output: Tensor) -> Tensor:
-        x = x + self.dropout(sublayer_output)
+        x = self.dropout.add(x, sublayer_output)
         return x if self.norm_first else self.norm(x)
 
 
