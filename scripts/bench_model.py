@@ -7,7 +7,8 @@ bf16 matrix products beat fp32's, else fp32; `--precision` overrides), timed alt
 one process (median of the iterations after a warm-up).
 Twice: with the config's dropout, where ours drops out only embeddings and sublayer outputs (the
 paper) and nn.Transformer also attention weights and the feed-forward hidden layer; and with
-dropout 0, the pure compute. A step is forward, backward and an AdamW update. MFU is
+dropout 0, the pure compute; and ours once more with torch's dropout in place of our cheaper CPU
+mask (`llm_from_scratch.model.dropout`). A step is forward, backward and an AdamW update. MFU is
 6 · parameters · tokens / time over the peak matrix-multiply rate at that precision, measured here
 in the same process (a large GEMM), since a 2-core cloud CPU has no published peak. In an
 encoder–decoder a token only passes through its own side, so "parameters · tokens" is counted per
@@ -37,7 +38,7 @@ from torch import Tensor, nn
 from torch.autograd.profiler_util import FunctionEvent
 
 from llm_from_scratch.model.config import ModelConfig
-from llm_from_scratch.model.dropout import PROFILER_RANGE
+from llm_from_scratch.model.dropout import PROFILER_RANGE, Dropout
 from llm_from_scratch.model.reference import ReferenceSeq2Seq
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision, matmul_rate, select_precision
@@ -93,6 +94,22 @@ def time_alternately(
             step()
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(seconds) for name, seconds in times.items()}
+
+
+class TorchDropout(nn.Dropout):
+    """torch's dropout with our `Dropout.add`'s interface: the reference for our CPU mask."""
+
+    def add(self, residual: Tensor, x: Tensor) -> Tensor:
+        return residual + self(x)
+
+
+def with_torch_dropout(model: nn.Module) -> nn.Module:
+    """`model` with each of our `Dropout` modules replaced by torch's."""
+    for parent in list(model.modules()):
+        for name, child in parent.named_children():
+            if isinstance(child, Dropout):
+                setattr(parent, name, TorchDropout(child.p))
+    return model
 
 
 def profile_step(step: Callable[[], None], steps: int) -> list[tuple[str, float]]:
@@ -175,6 +192,11 @@ def main() -> None:
         models[f"nn.Transformer, dropout {dropout}"] = ReferenceSeq2Seq(
             variant, args.vocab, args.vocab
         ).train()
+    torch_dropout = f"ours, dropout {cfg.dropout}, torch's dropout"
+    if cfg.dropout > 0:
+        models[torch_dropout] = with_torch_dropout(
+            Seq2SeqTransformer(cfg, args.vocab, args.vocab, PAD_ID).train()
+        )
     counts = {sum(p.numel() for p in model.parameters()) for model in models.values()}
     if len(counts) != 1:
         raise SystemExit(f"parameter counts differ: {sorted(counts)}")
@@ -230,6 +252,13 @@ def main() -> None:
                 f"| training tokens/s, dropout {dropout} | {tokens / ours:,.0f} | "
                 f"{tokens / theirs:,.0f} (nn.Transformer) | {theirs / ours:.2f} | {conditions} |"
             )
+    if cfg.dropout > 0 and args.table_rows:
+        ours, theirs = seconds[f"ours, dropout {cfg.dropout}"], seconds[torch_dropout]
+        print(
+            f"| training tokens/s, dropout {cfg.dropout}, our CPU dropout | {tokens / ours:,.0f} "
+            f"| {tokens / theirs:,.0f} (torch's F.dropout in our model) | {theirs / ours:.2f} "
+            f"| {conditions} |"
+        )
     ours_name = f"ours, dropout {cfg.dropout}"
     ours_step = partial(
         training_step, models[ours_name], optimizers[ours_name], precision, src, src_mask, tgt
