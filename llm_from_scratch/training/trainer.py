@@ -365,7 +365,7 @@ class Trainer:
         short = self.cfg.short_run
         if short is not None and not schedule.short and schedule.steps < full.steps:
             self._use_schedule(Schedule.of(self.cfg, short.max_steps, short=True), announce=False)
-            short_costs, short_speed = self._probe(None)
+            short_costs, short_speed = self._probe(None, time_save=False)
             short_costs = replace(costs, step=short_costs.step)  # the same validations and saves
             candidate = plan(self.cfg, self._seconds_left(budget), short_costs, short=True)
             candidate = self._agreed(candidate)
@@ -430,9 +430,10 @@ class Trainer:
             return short.batch_tokens
         return self.config.data.loading.batch_tokens
 
-    def _probe(self, validator: Validator | None):
-        """Time a few updates on the run's first batches, a validation and a save, then put back
-        every state they touched: the run then starts exactly as it would have without them."""
+    def _probe(self, validator: Validator | None, time_save: bool = True):
+        """Time a few updates on the run's first batches, a validation (with a `validator`) and a
+        save (with `time_save`), then put back every state they touched: the run then starts
+        exactly as it would have without them."""
         saved = {
             "model": copy.deepcopy(self.model.state_dict()),
             "optimizer": copy.deepcopy(self.optimizer.state_dict()),
@@ -450,7 +451,7 @@ class Trainer:
             return sum(batch.src_tokens + batch.tgt_tokens for batch in group)
 
         def save() -> None:
-            if self.dist.is_main:
+            if time_save and self.dist.is_main:
                 save_checkpoint(probe_file, self.state())
                 probe_file.unlink()
 
