@@ -96,14 +96,6 @@ def _train(config: TrainConfig, dist: Distributed, started_at: float) -> dict[st
     if dist.is_main:
         dist.barrier()
     trainer = Trainer(config, data, dist, started_at=started_at)
-    if dist.is_main:
-        logger.info(
-            "model: %s parameters; device %s, precision %s; run directory %s",
-            f"{trainer.model.num_parameters():,}",
-            trainer.device,
-            trainer.precision.name,
-            trainer.run_dir,
-        )
     metrics = trainer.fit()
     if trainer.final is not None:
         for line in summary(trainer.final, config, time.perf_counter() - started_at):

@@ -119,8 +119,10 @@ def plan(cfg: TrainingConfig, seconds_left: float, costs: Costs, short: bool = F
     return Schedule.of(cfg, low, short)
 
 
-PROBE_WARMUP = 2  # untimed first updates: allocator, kernel selection, torch.compile
-PROBE_STEPS = 8
+# Untimed first updates: the allocator, kernel selection (again for each new batch shape) and
+# torch.compile make them slower than the run's steady steps.
+PROBE_WARMUP = 4
+PROBE_STEPS = 16
 
 
 def measure_costs(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from llm_from_scratch.data.config import DataConfig
@@ -34,15 +34,17 @@ def parse_duration(text: str, key: str = "training.max_time") -> float:
 class ShortRunConfig:
     """The recipe of a run of at most `max_steps` steps, whether the time budget planned it or
     `training.max_steps` set it: a few epochs learn faster with no dropout, since the
-    regularization the default recipe needs over its full length only slows them down, and with
-    half the default's batches: at equal time, smaller batches make more updates (with a peak
-    learning rate for that batch size). Warm-up and snapshot interval are shares of the run's
-    steps."""
+    regularization the default recipe needs over its full length only slows them down, with
+    half the default's batches (at equal time, smaller batches make more updates, with a peak
+    learning rate for that batch size), and with fewer layers, whose cheaper steps buy more
+    updates too. Warm-up and snapshot interval are shares of the run's steps."""
 
-    max_steps: int = 2500
+    max_steps: int = 3000
     lr: float = 1.5e-3
     dropout: float = 0.0  # instead of model.dropout
     batch_tokens: int | None = 2048  # instead of data.loading.batch_tokens (null: the same)
+    n_encoder_layers: int | None = 2  # instead of model.n_encoder_layers (null: the same)
+    n_decoder_layers: int | None = 2  # instead of model.n_decoder_layers (null: the same)
     warmup: float = 0.143
     save_every: float = 0.06
 
@@ -51,16 +53,26 @@ class ShortRunConfig:
             raise ConfigError(f"training.short_run.max_steps={self.max_steps} must be at least 1")
         if self.lr <= 0:
             raise ConfigError(f"training.short_run.lr={self.lr} must be positive")
-        if self.batch_tokens is not None and self.batch_tokens < 1:
-            raise ConfigError(
-                f"training.short_run.batch_tokens={self.batch_tokens} must be at least 1"
-            )
+        for key in ("batch_tokens", "n_encoder_layers", "n_decoder_layers"):
+            if getattr(self, key) is not None and getattr(self, key) < 1:
+                raise ConfigError(
+                    f"training.short_run.{key}={getattr(self, key)} must be at least 1"
+                )
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"training.short_run.dropout={self.dropout} must be in [0, 1)")
         if not 0.0 <= self.warmup < 1.0:
             raise ConfigError(f"training.short_run.warmup={self.warmup} must be in [0, 1)")
         if not 0.0 < self.save_every <= 1.0:
             raise ConfigError(f"training.short_run.save_every={self.save_every} must be in (0, 1]")
+
+    def trained_model(self, model: ModelConfig) -> ModelConfig:
+        """The model this recipe trains in place of `model`: its dropout and layer counts."""
+        return replace(
+            model,
+            dropout=self.dropout,
+            n_encoder_layers=self.n_encoder_layers or model.n_encoder_layers,
+            n_decoder_layers=self.n_decoder_layers or model.n_decoder_layers,
+        )
 
 
 @dataclass

@@ -35,6 +35,7 @@ from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.schema import to_data
 from llm_from_scratch.training.averaging import SNAPSHOT_DIR, snapshot_paths
+from llm_from_scratch.training.budget import Schedule
 from llm_from_scratch.training.config import RunConfig, TrainingConfig
 from llm_from_scratch.training.distributed import Distributed
 
@@ -236,7 +237,8 @@ def finished_run(run_dir: Path, config: RunConfig) -> FinishedRun | None:
     state = load_last(path, mmap=True)  # the tensors are not needed, only the progress
     if not is_finished(state):
         return None
-    differences = _run_differences(state["config"], to_data(config))
+    current = {**to_data(config), "model": _trained_model(config, state["progress"])}
+    differences = _run_differences(state["config"], current)
     if differences:
         raise FinishedRunError(
             f"{run_dir} finished at step {state['progress']['step']} as another run (its "
@@ -254,6 +256,17 @@ def finished_run(run_dir: Path, config: RunConfig) -> FinishedRun | None:
             keep >= 2 and len(snapshot_paths(run_dir)) >= 2 and not averaged.is_file()
         ),
     )
+
+
+def _trained_model(config: RunConfig, progress: dict[str, Any]) -> dict[str, Any]:
+    """The model `config` trains in a run that stands at `progress`: the short recipe's
+    (`training.short_run`) where the run's step count, set or planned, makes it short."""
+    planned = progress.get("planned_steps") or None
+    short = progress.get("planned_short", False) if planned else None
+    schedule = Schedule.of(config.training, planned, short)
+    recipe = config.training.short_run
+    model = recipe.trained_model(config.model) if schedule.short and recipe else config.model
+    return to_data(model)
 
 
 def _run_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:

@@ -33,6 +33,7 @@ from llm_from_scratch.data.batch import Batch
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.precision import Precision, select_precision
 from llm_from_scratch.training.averaging import (
     average_checkpoints,
@@ -146,23 +147,46 @@ class Trainer:
             precision = Precision(device, "fp32")
         self.precision = precision
         self.device = device
-        torch.manual_seed(self.cfg.seed)
-        random.seed(self.cfg.seed)
-        self.model = build_model(
-            config.model, data.src_tok, data.tgt_tok, shared_vocab=config.tokenizer.shared
-        ).to(device)
-        self.optimizer = build_optimizer(self.model, self.cfg, device)
-        self._use_schedule(Schedule.of(self.cfg), announce=self.cfg.max_time is None)
+        self.schedule = Schedule.of(self.cfg)
+        self._build_model()
+        self._use_schedule(self.schedule, announce=self.cfg.max_time is None)
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
         self.final: FinalModel | None = None  # set by `fit` on the main process
         self.run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
+
+    def _build_model(self) -> None:
+        """A freshly seeded model of `model_config` and its optimizer: a run that switches to the
+        short recipe after the budget probe starts from the weights a run set to it from the start
+        would have."""
+        torch.manual_seed(self.cfg.seed)
+        random.seed(self.cfg.seed)
+        self.built_config = self.model_config
+        self.model = build_model(
+            self.built_config,
+            self.data.src_tok,
+            self.data.tgt_tok,
+            shared_vocab=self.config.tokenizer.shared,
+        ).to(self.device)
+        self.optimizer = build_optimizer(self.model, self.cfg, self.device)
         self.forward_model: torch.nn.Module = self.model
         if self.dist.enabled:
-            ids = [device.index] if device.type == "cuda" else None
+            ids = [self.device.index] if self.device.type == "cuda" else None
             self.forward_model = DistributedDataParallel(self.model, device_ids=ids)
         if self.cfg.compile:
             self.forward_model = torch.compile(self.forward_model)
+
+    @property
+    def model_config(self) -> ModelConfig:
+        """The model the schedule trains: `model`, or the short recipe's version of it."""
+        short = self._short_recipe
+        return short.trained_model(self.config.model) if short is not None else self.config.model
+
+    def _validator(self) -> Validator | None:
+        """Validation of the current model, on the main process."""
+        if not self.dist.is_main:
+            return None
+        return Validator(self.model, self.data, self.precision, self.config)
 
     # ---- one optimizer step -------------------------------------------------------------------
 
@@ -217,12 +241,19 @@ class Trainer:
             return {}
         if self.dist.is_main:
             discard_snapshots_after(self.run_dir, self.progress.step)
-        validator = (
-            Validator(self.model, self.data, self.precision, self.config)
-            if (self.dist.is_main)
-            else None
-        )
-        self._plan_budget(validator)
+        self._plan_budget()
+        validator = self._validator()
+        if self.dist.is_main:
+            logger.info(
+                "model: %s parameters (%d encoder and %d decoder layers); device %s, precision %s; "
+                "run directory %s",
+                f"{self.model.num_parameters():,}",
+                self.built_config.n_encoder_layers,
+                self.built_config.n_decoder_layers,
+                self.device,
+                self.precision.name,
+                self.run_dir,
+            )
         log = RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
         started, window = self.clock(), LogWindow()
         start_elapsed = self.progress.elapsed
@@ -352,7 +383,7 @@ class Trainer:
 
     # ---- the time budget ----------------------------------------------------------------------
 
-    def _plan_budget(self, validator: Validator | None) -> None:
+    def _plan_budget(self) -> None:
         """Under `training.max_time`, fix the run's recipe and step count before its first step:
         the step-budget run's recipe for as many steps as fit; where those are fewer than its
         `max_steps`, the short recipe (`training.short_run`) if even its own length does not fit."""
@@ -360,13 +391,12 @@ class Trainer:
         if budget is None or self.progress.planned_steps or self.progress.step:
             return  # no budget, or a resumed run: it keeps the schedule it started with
         full = self.schedule
-        costs, tokens_per_second = self._probe(validator)
+        costs, tokens_per_second = self._probe()
         schedule = self._agreed(plan(self.cfg, self._seconds_left(budget), costs, full.short))
         short = self.cfg.short_run
         if short is not None and not schedule.short and schedule.steps < full.steps:
             self._use_schedule(Schedule.of(self.cfg, short.max_steps, short=True), announce=False)
-            short_costs, short_speed = self._probe(None, time_save=False)
-            short_costs = replace(costs, step=short_costs.step)  # the same validations and saves
+            short_costs, short_speed = self._probe()  # its own model: its own steps and saves
             candidate = plan(self.cfg, self._seconds_left(budget), short_costs, short=True)
             candidate = self._agreed(candidate)
             if candidate.steps < short.max_steps:  # not even the short recipe's own length fits
@@ -388,24 +418,25 @@ class Trainer:
 
     def _use_schedule(self, schedule: Schedule, announce: bool = True) -> None:
         """Train `schedule`: its length and warm-up, and for a short run the short recipe's
-        learning rate, dropout and batch size (`announce`: say so in the log)."""
+        model, learning rate and batch size (`announce`: say so in the log)."""
         self.schedule = schedule
+        if self.model_config != self.built_config:
+            self._build_model()
         short = self._short_recipe
-        dropout = short.dropout if short is not None else self.config.model.dropout
         for group in self.optimizer.param_groups:
             group["lr"] = group["initial_lr"] = self.lr
-        for module in self.model.modules():
-            if isinstance(module, torch.nn.Dropout):
-                module.p = dropout
         self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
         if short is not None and announce and self.dist.is_main:
             logger.info(
-                "a short run (%d steps, training.short_run.max_steps=%d): learning rate %g, "
-                "dropout %g, batches of %d tokens, warm-up %d steps, a snapshot every %d steps",
+                "a short run (%d steps, training.short_run.max_steps=%d): %d encoder and %d "
+                "decoder layers, dropout %g, learning rate %g, batches of %d tokens, warm-up %d "
+                "steps, a snapshot every %d steps",
                 schedule.steps,
                 short.max_steps,
+                self.built_config.n_encoder_layers,
+                self.built_config.n_decoder_layers,
+                self.built_config.dropout,
                 short.lr,
-                short.dropout,
                 self.batch_tokens,
                 schedule.warmup_steps,
                 schedule.save_every,
@@ -430,10 +461,10 @@ class Trainer:
             return short.batch_tokens
         return self.config.data.loading.batch_tokens
 
-    def _probe(self, validator: Validator | None, time_save: bool = True):
-        """Time a few updates on the run's first batches, a validation (with a `validator`) and a
-        save (with `time_save`), then put back every state they touched: the run then starts
-        exactly as it would have without them."""
+    def _probe(self):
+        """Time a few updates on the run's first batches, a validation and a save, then put back
+        every state they touched: the run then starts exactly as it would have without them."""
+        validator = self._validator()
         saved = {
             "model": copy.deepcopy(self.model.state_dict()),
             "optimizer": copy.deepcopy(self.optimizer.state_dict()),
@@ -451,7 +482,7 @@ class Trainer:
             return sum(batch.src_tokens + batch.tgt_tokens for batch in group)
 
         def save() -> None:
-            if time_save and self.dist.is_main:
+            if self.dist.is_main:
                 save_checkpoint(probe_file, self.state())
                 probe_file.unlink()
 
@@ -474,8 +505,16 @@ class Trainer:
 
     # ---- checkpoints --------------------------------------------------------------------------
 
+    @property
+    def trained_config(self) -> RunConfig:
+        """The run's config with the model it trains: what checkpoints store, so that translation
+        builds that model."""
+        return replace(self.config, model=self.built_config)
+
     def state(self, metrics: dict[str, float] | None = None) -> dict[str, Any]:
-        state = inference_state(self.model, self.data.src_tok, self.data.tgt_tok, self.config)
+        state = inference_state(
+            self.model, self.data.src_tok, self.data.tgt_tok, self.trained_config
+        )
         state.update(
             optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(),
@@ -495,7 +534,9 @@ class Trainer:
         """Weights only, for averaging; the oldest beyond `keep_snapshots` are deleted."""
         if not self.dist.is_main or self.cfg.keep_snapshots == 0:
             return
-        state = inference_state(self.model, self.data.src_tok, self.data.tgt_tok, self.config)
+        state = inference_state(
+            self.model, self.data.src_tok, self.data.tgt_tok, self.trained_config
+        )
         save_checkpoint(snapshot_path(self.run_dir, step), state)
         for old in snapshot_paths(self.run_dir)[: -self.cfg.keep_snapshots]:
             old.unlink()
@@ -537,16 +578,15 @@ class Trainer:
         if not path.exists():
             return
         state = load_last(path, map_location=self.device)
-        check_compatible(state, self.config.model, self.data.src_tok, self.data.tgt_tok, path)
+        progress = Progress(**state["progress"])
+        if progress.planned_steps:
+            planned = Schedule.of(self.cfg, progress.planned_steps, progress.planned_short)
+            self._use_schedule(planned)
+        check_compatible(state, self.built_config, self.data.src_tok, self.data.tgt_tok, path)
         load_weights(self.model, state["model"], str(path))
         check_stopping_settings(state, self.cfg, path)
-        self.progress = Progress(**state["progress"])
+        self.progress = progress
         self.progress.finished = is_finished(state)  # also for files from before the flag
-        if self.progress.planned_steps:
-            planned = Schedule.of(
-                self.cfg, self.progress.planned_steps, self.progress.planned_short
-            )
-            self._use_schedule(planned)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self._keep_saved_precision(state.get("precision"))
@@ -574,7 +614,7 @@ class Trainer:
         config = self.config
         return {
             "model.d_model": config.model.d_model,
-            "model.layers": config.model.n_encoder_layers + config.model.n_decoder_layers,
+            "model.layers": self.built_config.n_encoder_layers + self.built_config.n_decoder_layers,
             "tokenizer.vocab_size": config.tokenizer.vocab_size,
             "training.lr": self.lr,
             "training.label_smoothing": self.cfg.label_smoothing,

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from llm_from_scratch.checkpoint import load_checkpoint
+from llm_from_scratch.checkpoint import load_checkpoint, restore_for_inference
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.training import trainer as trainer_module
 from llm_from_scratch.training.budget import Costs, Schedule, measure_costs, plan, run_seconds
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.optim import lr_multiplier
+from llm_from_scratch.training.run_dir import FinishedRunError, finished_run
 from llm_from_scratch.training.trainer import Trainer
 
 from .test_trainer import crashing_after_step, fp32
@@ -110,7 +111,7 @@ def budgeted(config, run_dir: Path, **changes):
 def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path, caplog):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
-    trainer = Trainer(budgeted(config, tmp_path / "budget", max_time="23"), data, clock=FakeClock())
+    trainer = Trainer(budgeted(config, tmp_path / "budget", max_time="21"), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     schedule = trainer.schedule
@@ -142,7 +143,7 @@ def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
     short = ShortRunConfig(max_steps=60, lr=3e-3, dropout=0.0, warmup=0.2, save_every=0.25)
     trainer = Trainer(
-        budgeted(config, tmp_path / "budget", max_time="23", short_run=short),
+        budgeted(config, tmp_path / "budget", max_time="21", short_run=short),
         data,
         clock=FakeClock(),
     )
@@ -197,12 +198,12 @@ def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
     straight = Trainer(
-        budgeted(config, tmp_path / "straight", max_time="23"), data, clock=FakeClock()
+        budgeted(config, tmp_path / "straight", max_time="21"), data, clock=FakeClock()
     )
     straight.fit()
     planned = straight.schedule.steps
 
-    resumed_cfg = budgeted(config, tmp_path / "resumed", max_time="23")
+    resumed_cfg = budgeted(config, tmp_path / "resumed", max_time="21")
     crash_at = straight.schedule.save_every + 1  # last.pt was written one step before
     assert crash_at < planned
     with crashing_after_step(monkeypatch, crash_at):  # the probe's updates leave step at 0
@@ -240,3 +241,54 @@ def test_the_probe_prices_the_test_decoding_in_validations(copy_task, tmp_path, 
     Trainer(budgeted(config, tmp_path, **settings), data).fit()
     dev_tokens = sum(data.splits["dev"]["tgt_len"][:8])  # the dev sentences a validation decodes
     assert shares == [sum(data.splits["test"]["tgt_len"]) / dev_tokens]
+
+
+def layer_counts(model) -> tuple[int, int]:
+    return len(model.encoder.layers), len(model.decoder.layers)
+
+
+def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
+    copy_task, tmp_path
+):
+    config, data, _ = copy_task
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
+    short = ShortRunConfig(max_steps=60, n_encoder_layers=2, n_decoder_layers=3, save_every=0.5)
+    cfg = budgeted(config, tmp_path, max_steps=6, short_run=short, keep_snapshots=2)
+    trainer = Trainer(cfg, data)
+    trainer.fit()
+    assert (config.model.n_encoder_layers, config.model.n_decoder_layers) == (1, 1)
+    assert layer_counts(trainer.model) == (2, 3)
+    for name in ("last.pt", "averaged.pt"):
+        state = load_checkpoint(tmp_path / name)
+        stored = state["config"]["model"]
+        layers = (stored["n_encoder_layers"], stored["n_decoder_layers"])
+        assert layers == (2, 3) and stored["dropout"] == 0.0
+        model = restore_for_inference(state)[0]  # what translate.py and serve.py build
+        assert layer_counts(model) == (2, 3)
+    # Running the finished command again is this run, not another one with another model.
+    assert finished_run(tmp_path, cfg).step == 6
+    # The same command without the short recipe describes another run.
+    default_recipe = dataclasses.replace(cfg.training, short_run=None)
+    with pytest.raises(FinishedRunError, match=r"model\.n_decoder_layers: 3 != 1"):
+        finished_run(tmp_path, dataclasses.replace(cfg, training=default_recipe))
+
+
+def test_a_resumed_planned_short_run_rebuilds_its_model_and_equals_an_uninterrupted_one(
+    copy_task, tmp_path, monkeypatch
+):
+    config, data, _ = copy_task
+    short = ShortRunConfig(max_steps=150, lr=3e-3, batch_tokens=300, save_every=0.25)
+    settings = {"max_time": "35", "max_steps": 200, "short_run": short}
+    straight = Trainer(budgeted(config, tmp_path / "straight", **settings), data, clock=FakeClock())
+    straight.fit()
+    assert straight.schedule.short and layer_counts(straight.model) == (2, 2)
+
+    resumed_cfg = budgeted(config, tmp_path / "resumed", **settings)
+    with crashing_after_step(monkeypatch, straight.schedule.save_every + 1):
+        Trainer(resumed_cfg, data, clock=FakeClock()).fit()
+    resumed = Trainer(resumed_cfg, data, clock=FakeClock())
+    assert layer_counts(resumed.model) == (1, 1)  # the command's model, until last.pt's plan
+    resumed.fit()
+    assert resumed.progress.step == straight.schedule.steps
+    for ours, theirs in zip(resumed.model.parameters(), straight.model.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=0)
