@@ -39,7 +39,7 @@ class ShortRunConfig:
     learning rate for that batch size), and with fewer layers, whose cheaper steps buy more
     updates too. Warm-up and snapshot interval are shares of the run's steps."""
 
-    max_steps: int = 3000
+    max_steps: int = 3500
     lr: float = 1.5e-3
     dropout: float = 0.0  # instead of model.dropout
     batch_tokens: int | None = 2048  # instead of data.loading.batch_tokens (null: the same)
