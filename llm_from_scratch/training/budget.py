@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from llm_from_scratch.training.config import TrainingConfig
 
-# Share of the budget held back: the probe's estimates carry noise, and ending early is cheaper
-# than overrunning.
-SAFETY_MARGIN = 0.03
+# Share of the budget held back: ending early is cheaper than overrunning, and on two threads the
+# probe's steps ran faster than the run's (docs/results.md, time-budgeted runs).
+SAFETY_MARGIN = 0.05
 
 
 @dataclass(frozen=True)

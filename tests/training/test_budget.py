@@ -11,7 +11,14 @@ import torch
 from llm_from_scratch.checkpoint import load_checkpoint, restore_for_inference
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.training import trainer as trainer_module
-from llm_from_scratch.training.budget import Costs, Schedule, measure_costs, plan, run_seconds
+from llm_from_scratch.training.budget import (
+    SAFETY_MARGIN,
+    Costs,
+    Schedule,
+    measure_costs,
+    plan,
+    run_seconds,
+)
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.optim import lr_multiplier
 from llm_from_scratch.training.run_dir import FinishedRunError, finished_run
@@ -60,7 +67,7 @@ def test_the_plan_is_the_longest_run_that_fits(budget):
     assert run_seconds(schedule, SLOW_CPU) <= budget
     assert schedule.steps < DEFAULT.max_steps
     longer = Schedule.of(DEFAULT, schedule.steps + 1)
-    assert run_seconds(longer, SLOW_CPU) > budget * 0.97  # what the safety margin holds back
+    assert run_seconds(longer, SLOW_CPU) > budget * (1 - SAFETY_MARGIN)  # the margin held back
 
 
 def test_a_budget_that_holds_every_step_changes_nothing():
