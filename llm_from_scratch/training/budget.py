@@ -6,8 +6,9 @@ test decoding fit in what is left of the budget. The warm-up and the snapshot in
 proportion, so the learning rate still reaches zero at the last step and the averaged snapshots
 cover the same fraction of the run; validation keeps its interval (fewer validations leave more
 time to train).
-A run short enough for `training.short_run` trains its recipe (learning rate, dropout, warm-up and
-snapshot interval as shares of the run), whether the budget or `training.max_steps` made it short.
+A run short enough for `training.short_run` trains its recipe (its model's layers and dropout,
+learning rate, batch size, warm-up and snapshot interval as shares of the run), whether the budget
+or `training.max_steps` made it short; the trainer builds that model once the plan is made.
 The plan is stored in every checkpoint, so a resumed run keeps it, and a budgeted run trains the
 same weights as the step-budget run its log names.
 """
