@@ -65,15 +65,6 @@ class ShortRunConfig:
         if not 0.0 < self.save_every <= 1.0:
             raise ConfigError(f"training.short_run.save_every={self.save_every} must be in (0, 1]")
 
-    def trained_model(self, model: ModelConfig) -> ModelConfig:
-        """The model this recipe trains in place of `model`: its dropout and layer counts."""
-        return replace(
-            model,
-            dropout=self.dropout,
-            n_encoder_layers=self.n_encoder_layers or model.n_encoder_layers,
-            n_decoder_layers=self.n_decoder_layers or model.n_decoder_layers,
-        )
-
 
 @dataclass
 class TrainingConfig:
@@ -152,3 +143,17 @@ class RunConfig(Protocol):
     model: ModelConfig
     training: TrainingConfig
     decoding: DecodingConfig
+
+
+def trained_model(config: RunConfig, short: bool) -> ModelConfig:
+    """The model a run of `config` trains: `model`, or for a short run (`short`) the short
+    recipe's version of it, with its dropout and layer counts."""
+    recipe = config.training.short_run if short else None
+    if recipe is None:
+        return config.model
+    return replace(
+        config.model,
+        dropout=recipe.dropout,
+        n_encoder_layers=recipe.n_encoder_layers or config.model.n_encoder_layers,
+        n_decoder_layers=recipe.n_decoder_layers or config.model.n_decoder_layers,
+    )

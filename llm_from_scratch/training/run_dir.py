@@ -36,7 +36,7 @@ from llm_from_scratch.errors import UserError
 from llm_from_scratch.schema import to_data
 from llm_from_scratch.training.averaging import SNAPSHOT_DIR, snapshot_paths
 from llm_from_scratch.training.budget import Schedule
-from llm_from_scratch.training.config import RunConfig, TrainingConfig
+from llm_from_scratch.training.config import RunConfig, TrainingConfig, trained_model
 from llm_from_scratch.training.distributed import Distributed
 
 logger = logging.getLogger(__name__)
@@ -263,10 +263,7 @@ def _trained_model(config: RunConfig, progress: dict[str, Any]) -> dict[str, Any
     (`training.short_run`) where the run's step count, set or planned, makes it short."""
     planned = progress.get("planned_steps") or None
     short = progress.get("planned_short", False) if planned else None
-    schedule = Schedule.of(config.training, planned, short)
-    recipe = config.training.short_run
-    model = recipe.trained_model(config.model) if schedule.short and recipe else config.model
-    return to_data(model)
+    return to_data(trained_model(config, Schedule.of(config.training, planned, short).short))
 
 
 def _run_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:

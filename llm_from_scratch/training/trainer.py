@@ -42,7 +42,7 @@ from llm_from_scratch.training.averaging import (
     snapshot_paths,
 )
 from llm_from_scratch.training.budget import Schedule, describe, measure_costs, plan
-from llm_from_scratch.training.config import RunConfig, ShortRunConfig
+from llm_from_scratch.training.config import RunConfig, ShortRunConfig, trained_model
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
@@ -161,9 +161,8 @@ class Trainer:
         would have."""
         torch.manual_seed(self.cfg.seed)
         random.seed(self.cfg.seed)
-        self.built_config = self.model_config
         self.model = build_model(
-            self.built_config,
+            self.model_config,
             self.data.src_tok,
             self.data.tgt_tok,
             shared_vocab=self.config.tokenizer.shared,
@@ -179,8 +178,7 @@ class Trainer:
     @property
     def model_config(self) -> ModelConfig:
         """The model the schedule trains: `model`, or the short recipe's version of it."""
-        short = self._short_recipe
-        return short.trained_model(self.config.model) if short is not None else self.config.model
+        return trained_model(self.config, self.schedule.short)
 
     def _validator(self) -> Validator | None:
         """Validation of the current model, on the main process."""
@@ -248,8 +246,8 @@ class Trainer:
                 "model: %s parameters (%d encoder and %d decoder layers); device %s, precision %s; "
                 "run directory %s",
                 f"{self.model.num_parameters():,}",
-                self.built_config.n_encoder_layers,
-                self.built_config.n_decoder_layers,
+                self.model.cfg.n_encoder_layers,
+                self.model.cfg.n_decoder_layers,
                 self.device,
                 self.precision.name,
                 self.run_dir,
@@ -420,7 +418,7 @@ class Trainer:
         """Train `schedule`: its length and warm-up, and for a short run the short recipe's
         model, learning rate and batch size (`announce`: say so in the log)."""
         self.schedule = schedule
-        if self.model_config != self.built_config:
+        if self.model_config != self.model.cfg:
             self._build_model()
         short = self._short_recipe
         for group in self.optimizer.param_groups:
@@ -433,9 +431,9 @@ class Trainer:
                 "steps, a snapshot every %d steps",
                 schedule.steps,
                 short.max_steps,
-                self.built_config.n_encoder_layers,
-                self.built_config.n_decoder_layers,
-                self.built_config.dropout,
+                self.model.cfg.n_encoder_layers,
+                self.model.cfg.n_decoder_layers,
+                self.model.cfg.dropout,
                 short.lr,
                 self.batch_tokens,
                 schedule.warmup_steps,
@@ -509,7 +507,7 @@ class Trainer:
     def trained_config(self) -> RunConfig:
         """The run's config with the model it trains: what checkpoints store, so that translation
         builds that model."""
-        return replace(self.config, model=self.built_config)
+        return replace(self.config, model=self.model.cfg)
 
     def state(self, metrics: dict[str, float] | None = None) -> dict[str, Any]:
         state = inference_state(
@@ -582,7 +580,7 @@ class Trainer:
         if progress.planned_steps:
             planned = Schedule.of(self.cfg, progress.planned_steps, progress.planned_short)
             self._use_schedule(planned)
-        check_compatible(state, self.built_config, self.data.src_tok, self.data.tgt_tok, path)
+        check_compatible(state, self.model.cfg, self.data.src_tok, self.data.tgt_tok, path)
         load_weights(self.model, state["model"], str(path))
         check_stopping_settings(state, self.cfg, path)
         self.progress = progress
@@ -614,7 +612,7 @@ class Trainer:
         config = self.config
         return {
             "model.d_model": config.model.d_model,
-            "model.layers": self.built_config.n_encoder_layers + self.built_config.n_decoder_layers,
+            "model.layers": self.model.cfg.n_encoder_layers + self.model.cfg.n_decoder_layers,
             "tokenizer.vocab_size": config.tokenizer.vocab_size,
             "training.lr": self.lr,
             "training.label_smoothing": self.cfg.label_smoothing,
