@@ -8,7 +8,9 @@ one process (median of the iterations after a warm-up).
 Twice: with the config's dropout, where ours drops out only embeddings and sublayer outputs (the
 paper) and nn.Transformer also attention weights and the feed-forward hidden layer; and with
 dropout 0, the pure compute; and ours once more with torch's dropout in place of our cheaper CPU
-mask (`llm_from_scratch.model.dropout`). A step is forward, backward and an AdamW update. MFU is
+mask (`llm_from_scratch.model.dropout`); and once more with aten's `F.cross_entropy` in place of
+our fused CPU loss (`llm_from_scratch.training.loss`). A step is forward, the trainer's
+label-smoothed loss, backward and the trainer's (fused) AdamW update. MFU is
 6 · parameters · tokens / time over the peak matrix-multiply rate at that precision, measured here
 in the same process (a large GEMM), since a 2-core cloud CPU has no published peak. In an
 encoder–decoder a token only passes through its own side, so "parameters · tokens" is counted per
@@ -38,18 +40,38 @@ from torch import Tensor, nn
 from torch.autograd.profiler_util import FunctionEvent
 
 from llm_from_scratch.model.config import ModelConfig
-from llm_from_scratch.model.dropout import PROFILER_RANGE, Dropout
+from llm_from_scratch.model.dropout import PROFILER_RANGE as DROPOUT_RANGE
+from llm_from_scratch.model.dropout import Dropout
 from llm_from_scratch.model.reference import ReferenceSeq2Seq
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision, matmul_rate, select_precision
+from llm_from_scratch.training.config import TrainingConfig
+from llm_from_scratch.training.loss import PROFILER_RANGE as LOSS_RANGE
+from llm_from_scratch.training.loss import summed_cross_entropy
+from llm_from_scratch.training.optim import build_optimizer
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "model"
 PAD_ID = 0
 BENCH_LOG_HINT = "runs/bench.log"
+TRAINING = TrainingConfig()  # the trainer's loss (label smoothing) and optimizer settings
+# Our dropout and loss are made of generic operators (random_, mul, exp, ...); their profiler
+# ranges tell which part of the step those operators belong to.
+PROFILER_RANGES = {DROPOUT_RANGE: "dropout", LOSS_RANGE: "loss"}
 
 
 def load_config(name: str) -> ModelConfig:
     return ModelConfig(**OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / f"{name}.yaml")))
+
+
+def aten_cross_entropy(logits: Tensor, targets: Tensor, pad_id: int, smoothing: float) -> Tensor:
+    """The reference for our fused CPU loss: the same sum through aten's `F.cross_entropy`."""
+    return F.cross_entropy(
+        logits.flatten(0, 1).float(),
+        targets.flatten(),
+        ignore_index=pad_id,
+        label_smoothing=smoothing,
+        reduction="sum",
+    )
 
 
 def training_step(
@@ -59,10 +81,11 @@ def training_step(
     src: Tensor,
     src_mask: Tensor,
     tgt: Tensor,
+    loss_fn: Callable[[Tensor, Tensor, int, float], Tensor] = summed_cross_entropy,
 ) -> None:
     with precision.autocast():
         logits = model(src, src_mask, tgt[:, :-1])
-    loss = F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten())
+    loss = loss_fn(logits, tgt[:, 1:], PAD_ID, TRAINING.label_smoothing)
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
@@ -114,33 +137,35 @@ def with_torch_dropout(model: nn.Module) -> nn.Module:
 
 def profile_step(step: Callable[[], None], steps: int) -> list[tuple[str, float]]:
     """Self CPU time per operator over `steps` training steps, as shares of the total, largest
-    first (torch.profiler; the first step is a warm-up). Operators that run inside our dropout
-    are named "… (dropout)": the mask is built from generic ones (random_, ge, mul)."""
+    first (torch.profiler; the first step is a warm-up). Operators that run inside our dropout or
+    our loss are named "… (dropout)" or "… (loss)"."""
     step()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
         for _ in range(steps):
             step()
     self_time: dict[str, float] = {}
     for event in profiler.events():
-        name = f"{event.name} (dropout)" if inside_dropout(event.cpu_parent) else event.name
+        part = enclosing_range(event.cpu_parent)
+        name = f"{event.name} ({part})" if part else event.name
         self_time[name] = self_time.get(name, 0.0) + event.self_cpu_time_total
     total = sum(self_time.values())
     return sorted(((name, time / total) for name, time in self_time.items()), key=lambda i: -i[1])
 
 
-def inside_dropout(event: FunctionEvent | None) -> bool:
-    """Whether a profiler event ran within `Dropout`'s profiler range."""
+def enclosing_range(event: FunctionEvent | None) -> str | None:
+    """The part ("dropout", "loss") whose profiler range a profiler event ran within, if any."""
     while event is not None:
-        if event.name == PROFILER_RANGE:
-            return True
+        if event.name in PROFILER_RANGES:
+            return PROFILER_RANGES[event.name]
         event = event.cpu_parent
-    return False
+    return None
 
 
 def operator_group(name: str) -> str:
     """The part of a step an operator belongs to."""
     groups = {
         "dropout": ("bernoulli", "dropout"),
+        "loss": ("(loss)", LOSS_RANGE, "log_softmax", "nll_loss"),
         "matrix products": ("mm", "addmm", "bmm", "matmul", "linear", "scaled_dot_product"),
         "optimizer": ("_foreach", "adamw", "lerp", "addcdiv", "addcmul", "sqrt"),
         "layer norm": ("layer_norm",),
@@ -197,6 +222,9 @@ def main() -> None:
         models[torch_dropout] = with_torch_dropout(
             Seq2SeqTransformer(cfg, args.vocab, args.vocab, PAD_ID).train()
         )
+    aten_loss = f"ours, dropout {cfg.dropout}, aten's cross entropy"
+    models[aten_loss] = Seq2SeqTransformer(cfg, args.vocab, args.vocab, PAD_ID).train()
+    loss_fns = {name: summed_cross_entropy for name in models} | {aten_loss: aten_cross_entropy}
     counts = {sum(p.numel() for p in model.parameters()) for model in models.values()}
     if len(counts) != 1:
         raise SystemExit(f"parameter counts differ: {sorted(counts)}")
@@ -210,11 +238,12 @@ def main() -> None:
     src = src.masked_fill(~src_mask, PAD_ID)
     tgt = torch.randint(1, args.vocab, (args.batch, args.tgt_len + 1))
 
-    optimizers = {name: torch.optim.AdamW(model.parameters()) for name, model in models.items()}
+    cpu = torch.device("cpu")
+    optimizers = {name: build_optimizer(model, TRAINING, cpu) for name, model in models.items()}
     seconds = time_alternately(
         {
             name: lambda model=model, name=name: training_step(
-                model, optimizers[name], precision, src, src_mask, tgt
+                model, optimizers[name], precision, src, src_mask, tgt, loss_fns[name]
             )
             for name, model in models.items()
         },
@@ -230,8 +259,9 @@ def main() -> None:
         f"{args.batch} × {args.src_len}+{args.tgt_len} tokens, {torch.get_num_threads()} threads"
     )
     print(
-        f"\nTraining step (forward, backward, AdamW), {conditions}, median of {args.iterations} "
-        f"after {args.warmup} warm-up; peak {precision.name} GEMM {peak / 1e9:,.0f} GFLOP/s:\n",
+        f"\nTraining step (forward, label-smoothed loss, backward, fused AdamW), {conditions}, "
+        f"median of {args.iterations} after {args.warmup} warm-up; "
+        f"peak {precision.name} GEMM {peak / 1e9:,.0f} GFLOP/s:\n",
         file=details,
     )
     print("| model | ms / step | tokens / s | MFU |\n|---|---:|---:|---:|", file=details)
@@ -258,6 +288,13 @@ def main() -> None:
             f"| training tokens/s, dropout {cfg.dropout}, our CPU dropout | {tokens / ours:,.0f} "
             f"| {tokens / theirs:,.0f} (torch's F.dropout in our model) | {theirs / ours:.2f} "
             f"| {conditions} |"
+        )
+    if args.table_rows:
+        ours, theirs = seconds[f"ours, dropout {cfg.dropout}"], seconds[aten_loss]
+        print(
+            f"| training tokens/s, dropout {cfg.dropout}, our fused CPU loss | "
+            f"{tokens / ours:,.0f} | {tokens / theirs:,.0f} (aten's F.cross_entropy in our step) | "
+            f"{theirs / ours:.2f} | {conditions} |"
         )
     ours_name = f"ours, dropout {cfg.dropout}"
     ours_step = partial(

@@ -54,7 +54,7 @@ def test_benchmark_prints_table_rows(script, corpus_mirror, tmp_path):
         assert all("fp32" in row for row in rows), result.stdout
 
 
-def test_the_profile_names_the_operators_that_build_the_dropout_mask():
+def test_the_profile_names_the_operators_of_the_dropout_mask_and_of_the_loss():
     spec = importlib.util.spec_from_file_location(
         "bench_model", REPO_ROOT / "scripts/bench_model.py"
     )
@@ -71,6 +71,9 @@ def test_the_profile_names_the_operators_that_build_the_dropout_mask():
     assert shares.get("aten::addcmul (dropout)", 0.0) > 0.0
     assert bench_model.operator_group("aten::addcmul (dropout)") == "dropout"
     assert bench_model.operator_group("aten::addcmul") == "optimizer"
+    assert shares.get("aten::exp_ (loss)", 0.0) > 0.0  # the fused loss's backward
+    assert shares.get("aten::logsumexp (loss)", 0.0) > 0.0
+    assert bench_model.operator_group("aten::exp_ (loss)") == "loss"
     assert sum(shares.values()) == pytest.approx(1.0)
 
 

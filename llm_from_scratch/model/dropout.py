@@ -4,8 +4,10 @@ aten's CPU `bernoulli_` draws one random number per element, which makes the mas
 cost more than the matrix product in front of it. Here one draw serves four elements, and the
 keep/drop threshold is the drop probability rounded to 1/65,536, with the kept values scaled by
 the exact inverse of the keep probability that results, so the expectation is unchanged. The mask
-is at least fp32, since that scale rounded to bf16 would bias every kept value. Other devices keep
-`F.dropout`, which is already fused there.
+is at least fp32, since that scale rounded to bf16 would bias every kept value, and it is made
+with arithmetic on the draws rather than a comparison, since aten's CPU comparisons and bool
+conversions are slow, unvectorized passes. Other devices keep `F.dropout`, which is already fused
+there.
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ _LEVELS = 1 << 16
 
 
 def keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """0 with probability p (to 1/65,536), else 1 / (1 - that probability); `dtype` on `device`."""
+    """0 with probability p (to 1/65,536), else 1 / (1 - that probability); `dtype` (fp32 or wider,
+    which hold every 16-bit draw exactly) on `device`."""
     count = shape.numel()
     drop_levels = round(p * _LEVELS)
     words = torch.empty((count + 3) // 4, dtype=torch.int64, device=device)
     draws = words.random_(-(2**63), None).view(torch.int16)[:count].view(shape)
-    keep = draws >= drop_levels - _LEVELS // 2
-    return keep.to(dtype) * (_LEVELS / (_LEVELS - drop_levels))
+    # A draw d is kept when d >= threshold; the draws are integers, so clamping d - threshold + 1
+    # to [0, 1] gives exactly 1 for kept and 0 for dropped, with no bool tensor in between.
+    threshold = drop_levels - _LEVELS // 2
+    mask = draws.to(dtype).sub_(threshold - 1).clamp_(0, 1)
+    return mask.mul_(_LEVELS / (_LEVELS - drop_levels))
 
 
 PROFILER_RANGE = "dropout"  # names the CPU path's operators in a torch.profiler trace (make bench)

@@ -21,9 +21,10 @@ def build_optimizer(
         {"params": [p for p in parameters if p.ndim >= 2], "weight_decay": cfg.weight_decay},
         {"params": [p for p in parameters if p.ndim < 2], "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(
-        groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, fused=device.type == "cuda"
-    )
+    # torch's fused AdamW updates each parameter in one pass; its default on CPU is a loop of
+    # separate element-wise operations per parameter.
+    fused = device.type in ("cpu", "cuda")
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, fused=fused)
 
 
 def lr_multiplier(step: int, kind: str, schedule: Schedule) -> float:

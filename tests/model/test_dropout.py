@@ -21,6 +21,22 @@ def test_keep_mask_keeps_one_minus_p_in_each_lane_and_is_unbiased(p: float) -> N
     assert mask.double().mean().item() == pytest.approx(1.0, abs=5 * sigma * scale)
 
 
+@pytest.mark.parametrize("p", [1 / 65536, 0.1, 0.5, 65535 / 65536])
+def test_keep_mask_is_the_threshold_comparison_on_the_same_draws(p: float) -> None:
+    # The mask is built with arithmetic instead of `draws >= threshold`; both must agree for every
+    # draw, including the threshold's neighbours and the int16 extremes, which 2^20 draws all hit.
+    shape = torch.Size([1 << 20])
+    torch.manual_seed(3)
+    mask = keep_mask(shape, p, torch.float32, torch.device("cpu"))
+    torch.manual_seed(3)
+    words = torch.empty(shape.numel() // 4, dtype=torch.int64).random_(-(2**63), None)
+    draws = words.view(torch.int16)
+    drop_levels = round(p * 65536)
+    kept = draws >= drop_levels - 32768
+    assert torch.equal(mask, kept.float() * (65536 / (65536 - drop_levels)))
+    assert draws.unique().numel() == 65536  # every int16 value, so the threshold's neighbours too
+
+
 def test_neighbouring_draws_are_uncorrelated() -> None:
     torch.manual_seed(1)
     kept = (keep_mask(torch.Size([1 << 20]), 0.5, torch.float32, torch.device("cpu")) != 0).double()
