@@ -33,15 +33,15 @@ def parse_duration(text: str, key: str = "training.max_time") -> float:
 @dataclass
 class ShortRunConfig:
     """The recipe of a run of at most `max_steps` steps, whether the time budget planned it or
-    `training.max_steps` set it: a few epochs learn faster with no dropout, since the
-    regularization the default recipe needs over its full length only slows them down, with
-    half the default's batches (at equal time, smaller batches make more updates, with a peak
-    learning rate for that batch size), and with fewer layers, whose cheaper steps buy more
-    updates too. Warm-up and snapshot interval are shares of the run's steps."""
+    `training.max_steps` set it: half the default's batches (at equal time, smaller batches make
+    more updates, with a peak learning rate for that batch size), and fewer layers, whose cheaper
+    steps buy more updates too. Its dropout is set apart because the best value depends on the
+    run's length: 0 wins for about three epochs, 0.1 from about 3,000 short steps on. Warm-up and
+    snapshot interval are shares of the run's steps."""
 
     max_steps: int = 3500
     lr: float = 1.5e-3
-    dropout: float = 0.0  # instead of model.dropout
+    dropout: float = 0.1  # instead of model.dropout
     batch_tokens: int | None = 2048  # instead of data.loading.batch_tokens (null: the same)
     n_encoder_layers: int | None = 2  # instead of model.n_encoder_layers (null: the same)
     n_decoder_layers: int | None = 2  # instead of model.n_decoder_layers (null: the same)
