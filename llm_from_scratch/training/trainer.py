@@ -384,7 +384,9 @@ class Trainer:
     def _plan_budget(self) -> None:
         """Under `training.max_time`, fix the run's recipe and step count before its first step:
         the step-budget run's recipe for as many steps as fit; where those are fewer than its
-        `max_steps`, the short recipe (`training.short_run`) if even its own length does not fit."""
+        `max_steps`, the short recipe (`training.short_run`) for as many of its steps as fit, if
+        even its own length does not fit or the default's would be fewer than its
+        `min_default_steps`."""
         budget = self.cfg.budget_seconds
         if budget is None or self.progress.planned_steps or self.progress.step:
             return  # no budget, or a resumed run: it keeps the schedule it started with
@@ -397,7 +399,8 @@ class Trainer:
             short_costs, short_speed = self._probe()  # its own model: its own steps and saves
             candidate = plan(self.cfg, self._seconds_left(budget), short_costs, short=True)
             candidate = self._agreed(candidate)
-            if candidate.steps < short.max_steps:  # not even the short recipe's own length fits
+            too_few = schedule.steps < short.min_default_steps
+            if too_few or candidate.steps < short.max_steps:
                 schedule, tokens_per_second = candidate, short_speed
         self._use_schedule(schedule)
         self.progress.planned_steps = schedule.steps

@@ -103,7 +103,14 @@ def test_a_short_run_takes_the_short_recipe_whether_planned_or_set_by_max_steps(
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("max_steps", 0), ("lr", 0.0), ("dropout", 1.0), ("warmup", 1.0), ("save_every", 0.0)],
+    [
+        ("max_steps", 0),
+        ("min_default_steps", -1),
+        ("lr", 0.0),
+        ("dropout", 1.0),
+        ("warmup", 1.0),
+        ("save_every", 0.0),
+    ],
 )
 def test_short_run_settings_are_checked(key, value):
     with pytest.raises(ConfigError, match=f"training.short_run.{key}="):
@@ -199,6 +206,25 @@ def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
         torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
 
 
+@pytest.mark.parametrize("min_default_steps", [0, 1000])
+def test_where_the_short_recipe_fits_whole_a_default_plan_below_its_floor_trains_it_anyway(
+    copy_task, tmp_path, caplog, min_default_steps
+):
+    config, data, _ = copy_task
+    short = ShortRunConfig(max_steps=5, min_default_steps=min_default_steps, save_every=0.5)
+    settings = {"max_time": "35", "max_steps": 200, "short_run": short}
+    trainer = Trainer(budgeted(config, tmp_path, **settings), data, clock=FakeClock())
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    steps = trainer.schedule.steps
+    if min_default_steps:  # the default's plan falls short of it: the whole short recipe
+        assert trainer.schedule.short and steps == 5
+        assert "planned 5 steps of the short recipe" in caplog.text
+    else:  # the shrunk default recipe, as before the floor
+        assert not trainer.schedule.short and 5 < steps < 200
+        assert f"planned {steps} of 200 steps" in caplog.text
+
+
 def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
     copy_task, tmp_path, monkeypatch
 ):
@@ -259,7 +285,9 @@ def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
 ):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
-    short = ShortRunConfig(max_steps=60, n_encoder_layers=2, n_decoder_layers=3, save_every=0.5)
+    short = ShortRunConfig(
+        max_steps=60, dropout=0.0, n_encoder_layers=2, n_decoder_layers=3, save_every=0.5
+    )
     cfg = budgeted(config, tmp_path, max_steps=6, short_run=short, keep_snapshots=2)
     trainer = Trainer(cfg, data)
     trainer.fit()
