@@ -34,7 +34,6 @@ from functools import partial
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from omegaconf import OmegaConf
 from torch import Tensor, nn
 from torch.autograd.profiler_util import FunctionEvent
@@ -47,7 +46,7 @@ from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision, matmul_rate, select_precision
 from llm_from_scratch.training.config import TrainingConfig
 from llm_from_scratch.training.loss import PROFILER_RANGE as LOSS_RANGE
-from llm_from_scratch.training.loss import summed_cross_entropy
+from llm_from_scratch.training.loss import aten_cross_entropy, summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "model"
@@ -61,17 +60,6 @@ PROFILER_RANGES = {DROPOUT_RANGE: "dropout", LOSS_RANGE: "loss"}
 
 def load_config(name: str) -> ModelConfig:
     return ModelConfig(**OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / f"{name}.yaml")))
-
-
-def aten_cross_entropy(logits: Tensor, targets: Tensor, pad_id: int, smoothing: float) -> Tensor:
-    """The reference for our fused CPU loss: the same sum through aten's `F.cross_entropy`."""
-    return F.cross_entropy(
-        logits.flatten(0, 1).float(),
-        targets.flatten(),
-        ignore_index=pad_id,
-        label_smoothing=smoothing,
-        reduction="sum",
-    )
 
 
 def training_step(

@@ -27,12 +27,21 @@ def summed_cross_entropy(
     batch, so that k micro-batches give exactly the update of one batch k times larger. On CPU,
     `logits` (batch, tgt_len, vocab) hold their own gradient once the loss has been backpropagated.
     """
-    flat_logits, flat_targets = logits.flatten(0, 1), targets.flatten()
     if logits.device.type == "cpu":
-        return _FusedCrossEntropy.apply(flat_logits, flat_targets, pad_id, label_smoothing)
+        return _FusedCrossEntropy.apply(
+            logits.flatten(0, 1), targets.flatten(), pad_id, label_smoothing
+        )
+    return aten_cross_entropy(logits, targets, pad_id, label_smoothing)
+
+
+def aten_cross_entropy(
+    logits: Tensor, targets: Tensor, pad_id: int, label_smoothing: float = 0.0
+) -> Tensor:
+    """The same loss through aten's `F.cross_entropy`: other devices' path, and the reference the
+    fused CPU loss is tested and benchmarked against."""
     return F.cross_entropy(
-        flat_logits.float(),  # fp32 for a stable softmax
-        flat_targets,
+        logits.flatten(0, 1).float(),  # fp32 for a stable softmax
+        targets.flatten(),
         ignore_index=pad_id,
         label_smoothing=label_smoothing,
         reduction="sum",
