@@ -88,10 +88,11 @@ class _FusedCrossEntropy(torch.autograd.Function):
         token_grads = real.to(log_normalizer.dtype) * grad_loss
         target_share = torch.full((rows, 1), smoothing - 1, dtype=log_normalizer.dtype)
         for block in _blocks(rows, vocab_size):
-            values = logits[block].to(log_normalizer.dtype)  # the logits themselves when fp32
+            block_logits = logits[block]
+            values = block_logits.to(log_normalizer.dtype)  # the same tensor when fp32
             values.sub_(log_normalizer[block, None]).exp_().sub_(smoothing / vocab_size)
             values.scatter_add_(1, targets[block, None], target_share[block])
             values.mul_(token_grads[block, None])
-            if values.data_ptr() != logits[block].data_ptr():
-                logits[block].copy_(values)
+            if values is not block_logits:
+                block_logits.copy_(values)
         return logits, None, None, None
