@@ -9,21 +9,25 @@ time to train).
 A run short enough for `training.short_run` trains its recipe (its model's layers and dropout,
 learning rate, batch size, warm-up and snapshot interval as shares of the run), whether the budget
 or `training.max_steps` made it short; the trainer builds that model once the plan is made.
-The plan is stored in every checkpoint, so a resumed run keeps it, and a budgeted run trains the
-same weights as the step-budget run its log names.
+At the warm-up's last step the trainer plans once more, from the run's own step time (`replan`):
+a probe of a few steps misjudges a run of thousands when the host's load drifts. Until the
+warm-up ends the learning rate does not depend on the step count, so the run keeps the weights of
+the step-budget run that the new plan names. The plan is stored in every checkpoint, so a resumed
+run keeps it (one stopped before the re-plan keeps its first plan), and a budgeted run trains the
+same weights as the step-budget run its log names last.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llm_from_scratch.training.config import TrainingConfig
 
-# Share of the budget held back: ending early is cheaper than overrunning, and on two threads the
-# probe's steps ran faster than the run's (docs/results.md, time-budgeted runs).
-SAFETY_MARGIN = 0.05
+# Share of the budget held back: ending early is cheaper than overrunning, and the host's load
+# still drifts after the re-plan.
+SAFETY_MARGIN = 0.03
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,10 @@ class Schedule:
         """The command-line overrides of the step-budget run that trains exactly this schedule."""
         budgetless = f"training.max_time=null training.max_steps={self.steps}"
         if self.short:  # its warm-up and snapshots follow from the step count
-            return budgetless
+            if self.warmup_steps == Schedule.of(cfg, self.steps, short=True).warmup_steps:
+                return budgetless
+            # a re-planned run kept the warm-up of its first plan; this share rounds back to it
+            return f"{budgetless} training.short_run.warmup={self.warmup_steps / self.steps!r}"
         overrides = (
             f"{budgetless} training.warmup_steps={self.warmup_steps} "
             f"training.save_every={self.save_every}"
@@ -107,17 +114,54 @@ def plan(cfg: TrainingConfig, seconds_left: float, costs: Costs, short: bool = F
     """The longest schedule of a recipe (the default, or `training.short_run`'s) that fits
     `seconds_left` (one step at least): at most `max_steps`, or the short recipe's own."""
     available = seconds_left * (1 - SAFETY_MARGIN)
-    most = min(cfg.max_steps, cfg.short_run.max_steps) if short and cfg.short_run else cfg.max_steps
-    if run_seconds(Schedule.of(cfg, most, short), costs) <= available:
-        return Schedule.of(cfg, most, short)
-    low, high = 1, most  # run_seconds grows with the step count
+    steps = _longest(
+        1,
+        _most_steps(cfg, short),
+        lambda steps: run_seconds(Schedule.of(cfg, steps, short), costs) <= available,
+    )
+    return Schedule.of(cfg, steps, short)
+
+
+def replan(
+    cfg: TrainingConfig, current: Schedule, done: int, seconds_left: float, costs: Costs
+) -> Schedule:
+    """The longest schedule of `current`'s recipe and warm-up whose steps after the `done` ones
+    fit `seconds_left` at `costs` (one more step at least)."""
+    available = seconds_left * (1 - SAFETY_MARGIN)
+
+    def of(steps: int) -> Schedule:
+        return replace(Schedule.of(cfg, steps, current.short), warmup_steps=current.warmup_steps)
+
+    def remaining_seconds(schedule: Schedule) -> float:
+        spent = (
+            done * costs.step
+            + done // schedule.eval_every * costs.validation
+            + done // schedule.save_every * costs.save
+        )
+        return run_seconds(schedule, costs) - spent
+
+    most = max(_most_steps(cfg, current.short), done + 1)
+    return of(_longest(done + 1, most, lambda steps: remaining_seconds(of(steps)) <= available))
+
+
+def _most_steps(cfg: TrainingConfig, short: bool) -> int:
+    if short and cfg.short_run is not None:
+        return min(cfg.max_steps, cfg.short_run.max_steps)
+    return cfg.max_steps
+
+
+def _longest(low: int, high: int, fits: Callable[[int], bool]) -> int:
+    """The largest step count in [low, high] that `fits` (which holds up to some count), or
+    `low` where none does."""
+    if fits(high):
+        return high
     while low < high:
         middle = (low + high + 1) // 2
-        if run_seconds(Schedule.of(cfg, middle, short), costs) <= available:
+        if fits(middle):
             low = middle
         else:
             high = middle - 1
-    return Schedule.of(cfg, low, short)
+    return low
 
 
 # Untimed first updates: the allocator, kernel selection (again for each new batch shape) and

@@ -82,6 +82,11 @@ class TrainingBar:
     def advance(self) -> None:
         self.bar.update(1)
 
+    def set_total(self, steps: int) -> None:
+        """The run's steps, planned again."""
+        self.bar.total = steps
+        self.bar.refresh()
+
     def show_training(self, loss: float, tokens_per_second: float) -> None:
         self.bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens_per_second:,.0f}")
 

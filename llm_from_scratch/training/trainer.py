@@ -41,12 +41,19 @@ from llm_from_scratch.training.averaging import (
     snapshot_path,
     snapshot_paths,
 )
-from llm_from_scratch.training.budget import Schedule, describe, measure_costs, plan
+from llm_from_scratch.training.budget import (
+    Costs,
+    Schedule,
+    describe,
+    measure_costs,
+    plan,
+    replan,
+)
 from llm_from_scratch.training.config import RunConfig, ShortRunConfig, trained_model
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
-from llm_from_scratch.training.optim import build_optimizer, build_scheduler
+from llm_from_scratch.training.optim import build_optimizer, build_scheduler, lr_multiplier
 from llm_from_scratch.training.report import FinalModel, TrainingBar, scores_text, validation_line
 from llm_from_scratch.training.run_dir import (
     check_stopping_settings,
@@ -73,6 +80,7 @@ class Progress:
     elapsed: float = 0.0  # seconds of training, summed over resumed runs
     planned_steps: int = 0  # the step count `training.max_time` fixed; 0: not planned
     planned_short: bool = False  # the plan is of `training.short_run`'s recipe
+    planned_warmup: int = 0  # a re-planned run's warm-up, its first plan's; 0: its recipe's
     best_bleu: float = -1.0
     best_step: int = 0  # the step of best.pt
     evals_without_improvement: int = 0
@@ -153,6 +161,7 @@ class Trainer:
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
         self.final: FinalModel | None = None  # set by `fit` on the main process
+        self._plan_costs: Costs | None = None  # the probe's, until the run plans again
         self.run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
 
     def _build_model(self) -> None:
@@ -254,18 +263,26 @@ class Trainer:
             )
         log = RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
         started, window = self.clock(), LogWindow()
-        start_elapsed = self.progress.elapsed
+        start_elapsed, start_step = self.progress.elapsed, self.progress.step
+        paused = 0.0  # seconds of validations and saves, which the re-plan prices apart
+        trained_tokens = 0
         metrics: dict[str, float] = {}
         bar = TrainingBar(self.schedule.steps, self.progress.step, enabled=self.dist.is_main)
         try:
             for micro_batches in self._accumulated_batches():
                 stats = self.update(micro_batches)
                 self.progress.step += 1
-                self.progress.elapsed = start_elapsed + self.clock() - started
+                now = self.clock()
+                self.progress.elapsed = start_elapsed + now - started
                 self._guard(stats)
                 window.add(stats)
+                trained_tokens += stats.real_tokens
                 bar.advance()
                 step = self.progress.step
+                if self._plan_costs is not None and step == self.schedule.warmup_steps:
+                    self._replan(now - started - paused, step - start_step, trained_tokens)
+                    bar.set_total(self.schedule.steps)
+                pause_start = self.clock()
                 if step % self.cfg.log_every == 0 or step == 1:
                     scalars = window.summary(self.dist.world_size)
                     scalars["train/lr"] = self.scheduler.get_last_lr()[0]
@@ -290,6 +307,7 @@ class Trainer:
                     self.save("last.pt")
                 if stop:
                     break
+                paused += self.clock() - pause_start
         finally:
             bar.close()
         if validator is not None:
@@ -401,12 +419,47 @@ class Trainer:
             candidate = self._agreed(candidate)
             too_few = schedule.steps < short.min_default_steps
             if too_few or candidate.steps < short.max_steps:
-                schedule, tokens_per_second = candidate, short_speed
+                schedule, tokens_per_second, costs = candidate, short_speed, short_costs
         self._use_schedule(schedule)
+        self._plan_costs = costs
         self.progress.planned_steps = schedule.steps
         self.progress.planned_short = schedule.short
         if self.dist.is_main:
             logger.info("%s", describe(schedule, full, budget, tokens_per_second, self.cfg))
+
+    def _replan(self, seconds: float, steps: int, tokens: int) -> None:
+        """Plan the rest of the run from its own `steps` updates, which took `seconds` and
+        trained on `tokens`: the warm-up stays, so the steps taken are the new plan's too."""
+        budget, costs = self.cfg.budget_seconds, self._plan_costs
+        assert budget is not None and costs is not None
+        self._plan_costs = None
+        run_costs = replace(costs, step=seconds / max(steps, 1))
+        done = self.progress.step
+        schedule = replan(self.cfg, self.schedule, done, self._seconds_left(budget), run_costs)
+        schedule = replace(self._agreed(schedule), warmup_steps=self.schedule.warmup_steps)
+        if schedule != self.schedule:
+            # The steps taken had the warm-up's learning rates in either plan; the next one is
+            # the new plan's.
+            position = self.scheduler.state_dict()
+            self.schedule = schedule
+            self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
+            self.scheduler.load_state_dict(position)
+            next_lr = lr_multiplier(self.scheduler.last_epoch, self.cfg.schedule, schedule)
+            for group in self.optimizer.param_groups:
+                group["lr"] = group["initial_lr"] * next_lr
+            self.progress.planned_steps = schedule.steps
+            self.progress.planned_warmup = schedule.warmup_steps
+        if self.dist.is_main:
+            full = Schedule.of(self.cfg)
+            speed = tokens * self.dist.world_size / max(seconds, 1e-9)
+            logger.info(
+                "planned again at step %d from the run's own steps (%.2f s each, the probe's "
+                "%.2f s): %s",
+                done,
+                run_costs.step,
+                costs.step,
+                describe(schedule, full, budget, speed, self.cfg),
+            )
 
     def _seconds_left(self, budget: float) -> float:
         return budget - (self.clock() - self.started_at)
@@ -582,6 +635,8 @@ class Trainer:
         progress = Progress(**state["progress"])
         if progress.planned_steps:
             planned = Schedule.of(self.cfg, progress.planned_steps, progress.planned_short)
+            if progress.planned_warmup:
+                planned = replace(planned, warmup_steps=progress.planned_warmup)
             self._use_schedule(planned)
         check_compatible(state, self.model.cfg, self.data.src_tok, self.data.tgt_tok, path)
         load_weights(self.model, state["model"], str(path))

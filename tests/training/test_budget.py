@@ -17,6 +17,7 @@ from llm_from_scratch.training.budget import (
     Schedule,
     measure_costs,
     plan,
+    replan,
     run_seconds,
 )
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
@@ -45,6 +46,54 @@ class FakeClock:
     def __call__(self) -> float:
         self.now += 1.0
         return self.now
+
+
+class StepClock(FakeClock):
+    """Each update takes `probe_step` seconds in the budget probe (at step 0) and `run_step` in
+    the run; a reading takes a millisecond."""
+
+    def __init__(self, monkeypatch, probe_step: float = 1.0, run_step: float = 1.0) -> None:
+        super().__init__()
+        update = Trainer.update
+
+        def timed(trainer, micro_batches):
+            self.now += run_step if trainer.progress.step else probe_step
+            return update(trainer, micro_batches)
+
+        monkeypatch.setattr(Trainer, "update", timed)
+
+    def __call__(self) -> float:
+        self.now += 0.001
+        return self.now
+
+
+def logged_step_budget_run(log: str) -> dict:
+    """The settings of the step-budget run that the last plan in `log` names."""
+    overrides = log.rsplit("the same run without a budget: ", 1)[1].splitlines()[0].split()
+    settings: dict = {}
+    for override in overrides:
+        key, value = override.removeprefix("training.").split("=")
+        if key in ("max_time", "short_run"):  # the only settings set to null
+            settings[key] = None
+        elif key == "short_run.warmup":
+            settings[key] = float(value)
+        else:
+            settings[key] = int(value)
+    return settings
+
+
+def step_budget_config(config, run_dir: Path, log: str, **changes):
+    """`budgeted(config, run_dir, **changes)` with the step-budget run's settings from `log`."""
+    settings = {**changes, **logged_step_budget_run(log)}
+    warmup_share = settings.pop("short_run.warmup", None)
+    if warmup_share is not None:
+        settings["short_run"] = dataclasses.replace(settings["short_run"], warmup=warmup_share)
+    return budgeted(config, run_dir, **settings)
+
+
+def assert_same_weights(ours, theirs, atol: float = 0.0) -> None:
+    for mine, other in zip(ours.model.parameters(), theirs.model.parameters(), strict=True):
+        torch.testing.assert_close(mine, other, atol=atol, rtol=0)
 
 
 @pytest.mark.parametrize(
@@ -165,16 +214,16 @@ def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task
         trainer.fit()
     steps = trainer.schedule.steps
     assert trainer.schedule.short and 1 < steps < 60
-    assert f"without a budget: training.max_time=null training.max_steps={steps}\n" in caplog.text
+    assert f"without a budget: training.max_time=null training.max_steps={steps}" in caplog.text
     dropouts = [m.p for m in trainer.model.modules() if isinstance(m, torch.nn.Dropout)]
     assert dropouts and set(dropouts) == {0.0}
 
-    plain = Trainer(budgeted(config, tmp_path / "plain", max_steps=steps, short_run=short), data)
+    plain_cfg = step_budget_config(config, tmp_path / "plain", caplog.text, short_run=short)
+    plain = Trainer(plain_cfg, data)
     assert plain.schedule == trainer.schedule
     assert plain.scheduler.base_lrs == [3e-3, 3e-3]
     plain.fit()
-    for ours, theirs in zip(trainer.model.parameters(), plain.model.parameters(), strict=True):
-        torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+    assert_same_weights(trainer, plain)
 
 
 def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
@@ -200,10 +249,11 @@ def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
     assert trainer.progress.planned_short
     assert batch_sizes[0] == 600 and batch_sizes[-1] == 300  # probed both, trained the short
 
-    plain = Trainer(budgeted(config, tmp_path / "plain", max_steps=steps, short_run=short), data)
+    plain_cfg = step_budget_config(config, tmp_path / "plain", caplog.text, **settings)
+    plain = Trainer(plain_cfg, data)
+    assert plain.schedule == trainer.schedule
     plain.fit()
-    for ours, theirs in zip(trainer.model.parameters(), plain.model.parameters(), strict=True):
-        torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+    assert_same_weights(trainer, plain)
 
 
 @pytest.mark.parametrize("min_default_steps", [0, 1000])
@@ -230,25 +280,78 @@ def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
 ):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
-    straight = Trainer(
-        budgeted(config, tmp_path / "straight", max_time="21"), data, clock=FakeClock()
-    )
+    settings = {"max_time": "40", "warmup_steps": 24}
+    clock = StepClock(monkeypatch, probe_step=1.0, run_step=1.2)
+    straight = Trainer(budgeted(config, tmp_path / "straight", **settings), data, clock=clock)
     straight.fit()
-    planned = straight.schedule.steps
+    schedule = straight.schedule
+    assert straight.progress.planned_warmup == schedule.warmup_steps  # it planned again
 
-    resumed_cfg = budgeted(config, tmp_path / "resumed", max_time="21")
-    crash_at = straight.schedule.save_every + 1  # last.pt was written one step before
-    assert crash_at < planned
+    resumed_cfg = budgeted(config, tmp_path / "resumed", **settings)
+    # last.pt was written one step before, after the re-plan at the warm-up's end
+    crash_at = (schedule.warmup_steps // schedule.save_every + 1) * schedule.save_every + 1
+    assert crash_at < schedule.steps
     with crashing_after_step(monkeypatch, crash_at):  # the probe's updates leave step at 0
-        Trainer(resumed_cfg, data, clock=FakeClock()).fit()
+        Trainer(resumed_cfg, data, clock=StepClock(monkeypatch, 1.0, 1.2)).fit()
     # A resumed run does not plan again, however long its start took this time.
     slow_start = FakeClock()
     slow_start.now = 10_000.0
     resumed = Trainer(resumed_cfg, data, clock=slow_start, started_at=0.0)
     resumed.fit()
-    assert resumed.progress.step == planned
-    for ours, theirs in zip(resumed.model.parameters(), straight.model.parameters(), strict=True):
-        torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=0)
+    assert resumed.schedule == schedule and resumed.progress.step == schedule.steps
+    assert_same_weights(resumed, straight, atol=1e-6)
+
+
+@pytest.mark.parametrize(("run_step", "longer"), [(0.8, True), (1.25, False)])
+def test_the_run_plans_again_at_the_warmups_end_from_its_own_steps(
+    copy_task, tmp_path, monkeypatch, caplog, run_step, longer
+):
+    config, data, _ = copy_task
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
+    settings = {"max_time": "40", "warmup_steps": 24}
+    clock = StepClock(monkeypatch, probe_step=1.0, run_step=run_step)
+    trainer = Trainer(budgeted(config, tmp_path / "budget", **settings), data, clock=clock)
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    first = Schedule.of(trainer.cfg, int(caplog.text.split("planned ")[1].split()[0]))
+    schedule = trainer.schedule
+    assert (schedule.steps > first.steps) == longer and schedule.steps != first.steps
+    assert schedule.warmup_steps == first.warmup_steps  # the steps taken stay the new plan's
+    assert f"planned again at step {first.warmup_steps} " in caplog.text
+    # the run's first update comes at step 0 too, so StepClock charges it the probe's second
+    measured = (1.0 + (first.warmup_steps - 1) * run_step) / first.warmup_steps
+    assert f"({measured:.2f} s each, the probe's 1.00 s)" in caplog.text
+    # what is left of the budget holds the rest of the run, and not one step more
+    spent = clock.now
+    assert spent <= 40 and spent + run_step > 40 * (1 - SAFETY_MARGIN) - 1
+    assert trainer.scheduler.get_last_lr()[0] == 0.0
+
+    plain_cfg = step_budget_config(config, tmp_path / "plain", caplog.text, **settings)
+    plain = Trainer(plain_cfg, data)
+    assert plain.schedule == schedule
+    plain.fit()
+    assert_same_weights(trainer, plain)
+
+
+def test_a_short_run_planned_again_keeps_its_warmup_in_the_command_it_logs():
+    replanned = dataclasses.replace(Schedule.of(WITH_SHORT_RUN, 1100), warmup_steps=143)
+    overrides = replanned.overrides(WITH_SHORT_RUN)
+    share = float(overrides.split("training.short_run.warmup=")[1])
+    recipe = dataclasses.replace(WITH_SHORT_RUN.short_run, warmup=share)
+    assert Schedule.of(dataclasses.replace(WITH_SHORT_RUN, short_run=recipe), 1100) == replanned
+
+
+def test_replan_fits_the_rest_of_the_run_in_the_time_left():
+    first = plan(DEFAULT, 1800.0, SLOW_CPU)
+    slower = dataclasses.replace(SLOW_CPU, step=SLOW_CPU.step * 1.1)
+    done = first.warmup_steps
+    again = replan(DEFAULT, first, done, 1800.0 - done * slower.step, slower)
+    assert again.steps < first.steps and again.warmup_steps == first.warmup_steps
+    rest = run_seconds(again, slower) - done * slower.step
+    assert rest <= (1800.0 - done * slower.step) * (1 - SAFETY_MARGIN)
+    # never beyond max_steps, never fewer than one more step
+    assert replan(DEFAULT, first, done, 1e9, SLOW_CPU).steps == DEFAULT.max_steps
+    assert replan(DEFAULT, first, done, 0.0, SLOW_CPU).steps == done + 1
 
 
 def test_the_final_test_decoding_is_part_of_the_plan():
