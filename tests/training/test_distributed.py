@@ -42,3 +42,29 @@ def test_two_process_gloo_ddp_trains(copy_corpus, tmp_path):
     again = run()  # every rank sees the run finished; none waits for another
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stdout.count("is finished at step 6") == 1
+
+
+def test_two_processes_plan_a_budget_and_plan_it_again_together(copy_corpus, tmp_path):
+    """Each rank times its own steps; rank 0's plans hold for both, or the job would hang."""
+    run_dir = tmp_path / "run"
+    overrides = [
+        *copy_task_overrides(copy_corpus, tmp_path, run_dir),
+        "training.precision=fp32",
+        "training.max_time=20",
+        "training.max_steps=100000",
+        "training.warmup_steps=5000",
+        "training.eval_every=100000",
+        "training.save_every=100000",
+    ]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    result = subprocess.run(
+        [*torchrun, "scripts/train.py", *overrides],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("planned again at step") == 1
+    progress = load_checkpoint(run_dir / "last.pt")["progress"]
+    assert progress["step"] == progress["planned_steps"] > 1
