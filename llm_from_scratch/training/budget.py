@@ -27,7 +27,7 @@ from llm_from_scratch.training.config import TrainingConfig
 
 # Share of the budget held back: ending early is cheaper than overrunning, and the host's load
 # still drifts after the re-plan.
-SAFETY_MARGIN = 0.03
+SAFETY_MARGIN = 0.02
 
 
 @dataclass(frozen=True)
