@@ -42,11 +42,21 @@ class Schedule:
 
     @classmethod
     def of(
-        cls, cfg: TrainingConfig, steps: int | None = None, short: bool | None = None
+        cls,
+        cfg: TrainingConfig,
+        steps: int | None = None,
+        short: bool | None = None,
+        warmup: int | None = None,
     ) -> Schedule:
         """The config's schedule, shrunk to `steps` (default: `max_steps`, unchanged). `short`:
         the recipe, default: `training.short_run`'s for a run of at most its `max_steps`, which
-        takes its shares of the steps for warm-up and snapshots."""
+        takes its shares of the steps for warm-up and snapshots. `warmup`: a warm-up kept from an
+        earlier plan instead of the one `steps` implies."""
+        schedule = cls._of(cfg, steps, short)
+        return schedule if warmup is None else replace(schedule, warmup_steps=warmup)
+
+    @classmethod
+    def _of(cls, cfg: TrainingConfig, steps: int | None, short: bool | None) -> Schedule:
         steps = cfg.max_steps if steps is None else steps
         if short is None:
             short = cfg.short_run is not None and steps <= cfg.short_run.max_steps
@@ -130,7 +140,7 @@ def replan(
     available = seconds_left * (1 - SAFETY_MARGIN)
 
     def of(steps: int) -> Schedule:
-        return replace(Schedule.of(cfg, steps, current.short), warmup_steps=current.warmup_steps)
+        return Schedule.of(cfg, steps, current.short, warmup=current.warmup_steps)
 
     def remaining_seconds(schedule: Schedule) -> float:
         spent = (

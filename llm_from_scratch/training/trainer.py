@@ -436,7 +436,7 @@ class Trainer:
         run_costs = replace(costs, step=seconds / max(steps, 1))
         done = self.progress.step
         schedule = replan(self.cfg, self.schedule, done, self._seconds_left(budget), run_costs)
-        schedule = replace(self._agreed(schedule), warmup_steps=self.schedule.warmup_steps)
+        schedule = self._agreed(schedule, warmup=self.schedule.warmup_steps)
         if schedule != self.schedule:
             # The steps taken had the warm-up's learning rates in either plan; the next one is
             # the new plan's.
@@ -464,11 +464,12 @@ class Trainer:
     def _seconds_left(self, budget: float) -> float:
         return budget - (self.clock() - self.started_at)
 
-    def _agreed(self, schedule: Schedule) -> Schedule:
-        """Rank 0's plan, on every rank: their probes time different batches."""
+    def _agreed(self, schedule: Schedule, warmup: int | None = None) -> Schedule:
+        """Rank 0's plan, on every rank: their probes time different batches (`warmup`: one
+        kept from the first plan, which every rank agreed on)."""
         steps = self.dist.sum(schedule.steps if self.dist.is_main else 0)
         short = self.dist.sum(int(schedule.short) if self.dist.is_main else 0)
-        return Schedule.of(self.cfg, steps, short=bool(short))
+        return Schedule.of(self.cfg, steps, short=bool(short), warmup=warmup)
 
     def _use_schedule(self, schedule: Schedule, announce: bool = True) -> None:
         """Train `schedule`: its length and warm-up, and for a short run the short recipe's
@@ -634,10 +635,10 @@ class Trainer:
         state = load_last(path, map_location=self.device)
         progress = Progress(**state["progress"])
         if progress.planned_steps:
-            planned = Schedule.of(self.cfg, progress.planned_steps, progress.planned_short)
-            if progress.planned_warmup:
-                planned = replace(planned, warmup_steps=progress.planned_warmup)
-            self._use_schedule(planned)
+            warmup = progress.planned_warmup or None  # 0: the plan's own (no re-plan yet)
+            self._use_schedule(
+                Schedule.of(self.cfg, progress.planned_steps, progress.planned_short, warmup)
+            )
         check_compatible(state, self.model.cfg, self.data.src_tok, self.data.tgt_tok, path)
         load_weights(self.model, state["model"], str(path))
         check_stopping_settings(state, self.cfg, path)
