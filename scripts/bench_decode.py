@@ -6,8 +6,9 @@ output (exact in fp32 only: bf16 rounds the cached and the full prefix's product
 Where `decoding.precision=auto` picks bf16 autocast, the cached searches also run in bf16, against
 fp32: the speed ratio and how many outputs bf16 leaves unchanged.
 The model is the --checkpoint given, else run `default`'s final model, else a fresh `model=small`
-with the dataset's bpe_8k tokenizers (loaded from paths.tokenizer_dir, or trained there first). An
-untrained model rarely emits EOS, so its outputs run to the length limit: the slowest case.
+with the dataset's tokenizers of configs/train.yaml (loaded from paths.tokenizer_dir, or trained
+there first). An untrained model rarely emits EOS, so its outputs run to the length limit: the
+slowest case.
 
     .venv/bin/python scripts/bench_decode.py [--checkpoint runs/default/best.pt] [--sentences 500]
         [--table-rows]
@@ -86,7 +87,7 @@ def main() -> None:
         origin = f"checkpoint {checkpoint}"
     else:
         model, src_tok, tgt_tok = fresh_model(config, device)
-        origin = "freshly initialised model=small (seed training.seed), bpe_8k tokenizers"
+        origin = "freshly initialised model=small (seed training.seed), the default tokenizers"
     sources = list(load_split(config.data, "test", config.paths)["src"])[: args.sentences]
     details = sys.stderr if args.table_rows else sys.stdout
     precision = select_precision("auto", device, key="decoding.precision").name

@@ -44,6 +44,7 @@ from llm_from_scratch.model.dropout import Dropout
 from llm_from_scratch.model.reference import ReferenceSeq2Seq
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision, matmul_rate, select_precision
+from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.config import TrainingConfig
 from llm_from_scratch.training.loss import PROFILER_RANGE as LOSS_RANGE
 from llm_from_scratch.training.loss import aten_cross_entropy, summed_cross_entropy
@@ -170,7 +171,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--src-len", type=int, default=24)
     parser.add_argument("--tgt-len", type=int, default=24)
-    parser.add_argument("--vocab", type=int, default=8000, help="source and target vocabulary size")
+    parser.add_argument(
+        "--vocab",
+        type=int,
+        default=TokenizerConfig().vocab_size,
+        help="source and target vocabulary size (default: the default tokenizer's)",
+    )
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument(

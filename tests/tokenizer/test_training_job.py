@@ -78,7 +78,7 @@ def test_paths_differ_by_language_and_setting_and_coincide_when_shared() -> None
 
 TOKENIZER_VALUES = {
     "tokenizer": {
-        "vocab_size": 4000,
+        "vocab_size": 8000,
         "shared": True,
         "character_coverage": 1.0,
         "normalization": "none",
