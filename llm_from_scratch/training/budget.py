@@ -8,7 +8,10 @@ cover the same fraction of the run; validation keeps its interval (fewer validat
 time to train).
 A run short enough for `training.short_run` trains its recipe (its model's layers and dropout,
 learning rate, batch size, warm-up and snapshot interval as shares of the run), whether the budget
-or `training.max_steps` made it short; the trainer builds that model once the plan is made.
+or `training.max_steps` made it short; the trainer builds that model once the plan is made. Where
+the budget switched a run to that recipe, its step count is bounded by the time alone, not by
+`training.short_run.max_steps`: that bound separates the recipes of step-budget runs, and a
+budget that fits more of the cheaper steps would otherwise end early.
 At the warm-up's last step the trainer plans once more, from the run's own step time (`replan`):
 a probe of a few steps misjudges a run of thousands when the host's load drifts. Until the
 warm-up ends the learning rate does not depend on the step count, so the run keeps the weights of
@@ -78,6 +81,10 @@ class Schedule:
         """The command-line overrides of the step-budget run that trains exactly this schedule."""
         budgetless = f"training.max_time=null training.max_steps={self.steps}"
         if self.short:  # its warm-up and snapshots follow from the step count
+            recipe = cfg.short_run
+            assert recipe is not None, "a short schedule needs training.short_run"
+            if self.steps > recipe.max_steps:  # more steps than a step budget gives the recipe
+                budgetless += f" training.short_run.max_steps={self.steps}"
             if self.warmup_steps == Schedule.of(cfg, self.steps, short=True).warmup_steps:
                 return budgetless
             # a re-planned run kept the warm-up of its first plan; this share rounds back to it
@@ -122,11 +129,12 @@ def run_seconds(schedule: Schedule, costs: Costs) -> float:
 
 def plan(cfg: TrainingConfig, seconds_left: float, costs: Costs, short: bool = False) -> Schedule:
     """The longest schedule of a recipe (the default, or `training.short_run`'s) that fits
-    `seconds_left` (one step at least): at most `max_steps`, or the short recipe's own."""
+    `seconds_left` (one step at least): at most `max_steps`, unless the budget switched the run
+    to the short recipe."""
     available = seconds_left * (1 - SAFETY_MARGIN)
     steps = _longest(
         1,
-        _most_steps(cfg, short),
+        _most_steps(cfg, short, available, costs),
         lambda steps: run_seconds(Schedule.of(cfg, steps, short), costs) <= available,
     )
     return Schedule.of(cfg, steps, short)
@@ -150,13 +158,15 @@ def replan(
         )
         return run_seconds(schedule, costs) - spent
 
-    most = max(_most_steps(cfg, current.short), done + 1)
+    most = max(_most_steps(cfg, current.short, available, costs), done + 1)
     return of(_longest(done + 1, most, lambda steps: remaining_seconds(of(steps)) <= available))
 
 
-def _most_steps(cfg: TrainingConfig, short: bool) -> int:
-    if short and cfg.short_run is not None:
-        return min(cfg.max_steps, cfg.short_run.max_steps)
+def _most_steps(cfg: TrainingConfig, short: bool, available: float, costs: Costs) -> int:
+    """`max_steps`, or for a run the budget switched to the short recipe the steps whose
+    updates alone take `available`."""
+    if short and not Schedule.of(cfg).short:
+        return max(1, math.floor(available / max(costs.step, 1e-9)))
     return cfg.max_steps
 
 

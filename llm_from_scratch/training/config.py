@@ -32,16 +32,16 @@ def parse_duration(text: str, key: str = "training.max_time") -> float:
 
 @dataclass
 class ShortRunConfig:
-    """The recipe of a run of at most `max_steps` steps, whether the time budget planned it or
-    `training.max_steps` set it: half the default's batches (at equal time, smaller batches make
-    more updates, with a peak learning rate for that batch size), and fewer layers, whose cheaper
-    steps buy more updates too. Its dropout is set apart because the best value depends on the
-    run's length: 0 wins for about three epochs, 0.1 from about 3,000 short steps on. Warm-up and
-    snapshot interval are shares of the run's steps."""
+    """The recipe of a run that `training.max_steps` sets to at most `max_steps` steps, or that a
+    time budget switches to for as many steps as fit: half the default's batches (at equal time,
+    smaller batches make more updates, with a peak learning rate for that batch size), and fewer
+    layers, whose cheaper steps buy more updates too. Its dropout is set apart because the best
+    value depends on the run's length: 0 wins for about three epochs, 0.1 from about 3,000 short
+    steps on. Warm-up and snapshot interval are shares of the run's steps."""
 
     max_steps: int = 4100
     # A budget shrinks the default recipe only where at least this many of its steps fit; below,
-    # this recipe learns more in the same time, even where it ends before the budget does.
+    # this recipe learns more in the same time.
     min_default_steps: int = 2200
     lr: float = 1.5e-3
     dropout: float = 0.1  # instead of model.dropout

@@ -85,9 +85,12 @@ def logged_step_budget_run(log: str) -> dict:
 def step_budget_config(config, run_dir: Path, log: str, **changes):
     """`budgeted(config, run_dir, **changes)` with the step-budget run's settings from `log`."""
     settings = {**changes, **logged_step_budget_run(log)}
-    warmup_share = settings.pop("short_run.warmup", None)
-    if warmup_share is not None:
-        settings["short_run"] = dataclasses.replace(settings["short_run"], warmup=warmup_share)
+    recipe = {key: settings.pop(key) for key in list(settings) if key.startswith("short_run.")}
+    if recipe:
+        settings["short_run"] = dataclasses.replace(
+            settings["short_run"],
+            **{key.removeprefix("short_run."): v for key, v in recipe.items()},
+        )
     return budgeted(config, run_dir, **settings)
 
 
@@ -256,8 +259,43 @@ def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
     assert_same_weights(trainer, plain)
 
 
+def test_a_budget_switched_to_the_short_recipe_takes_as_many_of_its_steps_as_fit():
+    recipe = dataclasses.replace(WITH_SHORT_RUN.short_run, max_steps=300)
+    switched = plan(dataclasses.replace(WITH_SHORT_RUN, short_run=recipe), 1800.0, SLOW_CPU, True)
+    assert switched.short and switched.steps > 300
+    assert switched == plan(WITH_SHORT_RUN, 1800.0, SLOW_CPU, short=True)  # the time binds
+    longer = Schedule.of(WITH_SHORT_RUN, switched.steps + 1, short=True)
+    assert run_seconds(longer, SLOW_CPU) > 1800.0 * (1 - SAFETY_MARGIN)
+    assert Schedule.of(WITH_SHORT_RUN, switched.steps, short=True) == switched
+    # A run set to the short recipe by its own max_steps keeps them, however long the budget.
+    chosen = dataclasses.replace(WITH_SHORT_RUN, max_steps=200)
+    assert plan(chosen, 1e6, SLOW_CPU, short=True) == Schedule.of(chosen)
+
+
+def test_a_budgeted_short_run_longer_than_the_recipes_step_budget_is_reproducible(
+    copy_task, tmp_path, caplog
+):
+    config, data, _ = copy_task
+    short = ShortRunConfig(max_steps=10, min_default_steps=1000, batch_tokens=300, save_every=0.25)
+    settings = {"max_time": "35", "max_steps": 200, "short_run": short}
+    trainer = Trainer(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    steps = trainer.schedule.steps
+    assert trainer.schedule.short and 10 < steps < 200 and trainer.progress.step == steps
+    assert f"training.max_steps={steps} training.short_run.max_steps={steps}" in caplog.text
+    assert trainer.scheduler.get_last_lr()[0] == 0.0
+
+    plain_cfg = step_budget_config(config, tmp_path / "plain", caplog.text, **settings)
+    assert plain_cfg.training.short_run.max_steps == steps
+    plain = Trainer(plain_cfg, data)
+    assert plain.schedule == trainer.schedule
+    plain.fit()
+    assert_same_weights(trainer, plain)
+
+
 @pytest.mark.parametrize("min_default_steps", [0, 1000])
-def test_where_the_short_recipe_fits_whole_a_default_plan_below_its_floor_trains_it_anyway(
+def test_where_a_default_plan_falls_below_its_floor_the_short_recipe_fills_the_budget(
     copy_task, tmp_path, caplog, min_default_steps
 ):
     config, data, _ = copy_task
@@ -267,9 +305,9 @@ def test_where_the_short_recipe_fits_whole_a_default_plan_below_its_floor_trains
     with caplog.at_level("INFO"):
         trainer.fit()
     steps = trainer.schedule.steps
-    if min_default_steps:  # the default's plan falls short of it: the whole short recipe
-        assert trainer.schedule.short and steps == 5
-        assert "planned 5 steps of the short recipe" in caplog.text
+    if min_default_steps:  # the short recipe, for more steps than a step budget gives it
+        assert trainer.schedule.short and steps > 5
+        assert f"planned {steps} steps of the short recipe" in caplog.text
     else:  # the shrunk default recipe, as before the floor
         assert not trainer.schedule.short and 5 < steps < 200
         assert f"planned {steps} of 200 steps" in caplog.text
