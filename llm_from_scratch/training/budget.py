@@ -158,15 +158,17 @@ def replan(
         )
         return run_seconds(schedule, costs) - spent
 
-    most = max(_most_steps(cfg, current.short, available, costs), done + 1)
+    most = max(_most_steps(cfg, current.short, available, costs, done), done + 1)
     return of(_longest(done + 1, most, lambda steps: remaining_seconds(of(steps)) <= available))
 
 
-def _most_steps(cfg: TrainingConfig, short: bool, available: float, costs: Costs) -> int:
-    """`max_steps`, or for a run the budget switched to the short recipe the steps whose
-    updates alone take `available`."""
+def _most_steps(
+    cfg: TrainingConfig, short: bool, available: float, costs: Costs, done: int = 0
+) -> int:
+    """`max_steps`, or for a run the budget switched to the short recipe the `done` steps and
+    those whose updates alone take `available`."""
     if short and not Schedule.of(cfg).short:
-        return max(1, math.floor(available / max(costs.step, 1e-9)))
+        return done + max(1, math.floor(available / max(costs.step, 1e-9)))
     return cfg.max_steps
 
 

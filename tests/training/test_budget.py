@@ -267,6 +267,12 @@ def test_a_budget_switched_to_the_short_recipe_takes_as_many_of_its_steps_as_fit
     longer = Schedule.of(WITH_SHORT_RUN, switched.steps + 1, short=True)
     assert run_seconds(longer, SLOW_CPU) > 1800.0 * (1 - SAFETY_MARGIN)
     assert Schedule.of(WITH_SHORT_RUN, switched.steps, short=True) == switched
+    # Planned again at the same step time, the steps done having taken what was planned: the
+    # same length, give or take the margin held back from a smaller remainder.
+    done = switched.warmup_steps
+    spent = done * SLOW_CPU.step + done // switched.save_every * SLOW_CPU.save
+    again = replan(WITH_SHORT_RUN, switched, done, 1800.0 - spent, SLOW_CPU)
+    assert switched.steps <= again.steps <= switched.steps * 1.01
     # A run set to the short recipe by its own max_steps keeps them, however long the budget.
     chosen = dataclasses.replace(WITH_SHORT_RUN, max_steps=200)
     assert plan(chosen, 1e6, SLOW_CPU, short=True) == Schedule.of(chosen)
