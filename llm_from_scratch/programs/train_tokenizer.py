@@ -98,14 +98,24 @@ def load_or_train_tokenizers(
             tok_cfg,
             lambda: [*train_texts()[0], *train_texts()[1]],
             f"shared {corpus.src_lang}-{corpus.tgt_lang}",
+            tok_cfg.normalization,
         )
         return shared, shared
-    src_tok = _load_or_train(src_path, tok_cfg, lambda: train_texts()[0], corpus.src_lang)
-    return src_tok, _load_or_train(tgt_path, tok_cfg, lambda: train_texts()[1], corpus.tgt_lang)
+    source = _load_or_train(
+        src_path, tok_cfg, lambda: train_texts()[0], corpus.src_lang, tok_cfg.normalization
+    )
+    target = _load_or_train(
+        tgt_path, tok_cfg, lambda: train_texts()[1], corpus.tgt_lang, tok_cfg.target_normalization
+    )
+    return source, target
 
 
 def _load_or_train(
-    path: Path, tok_cfg: TokenizerConfig, texts: Callable[[], list[str]], label: str
+    path: Path,
+    tok_cfg: TokenizerConfig,
+    texts: Callable[[], list[str]],
+    label: str,
+    normalization: str,
 ) -> BPETokenizer:
     if path.is_file():
         return BPETokenizer.load(path)
@@ -116,7 +126,7 @@ def _load_or_train(
         sentences,
         tok_cfg.vocab_size,
         character_coverage=tok_cfg.character_coverage,
-        normalization=tok_cfg.normalization,
+        normalization=normalization,
         pretokenizer=tok_cfg.pretokenizer,
         special_tokens=tok_cfg.special_tokens,
     )

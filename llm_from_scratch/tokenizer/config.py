@@ -17,7 +17,10 @@ class TokenizerConfig:
     vocab_size: int = 4000
     shared: bool = False  # one joint vocabulary for both languages (allows three-way tying)
     character_coverage: float = 0.9995
-    normalization: str = "nfkc"
+    normalization: str = "nfkc"  # the source side's (a shared vocabulary's: both sides')
+    # The target side's: "none" keeps the corpus's own forms (full-width digits, ？ and ！ in
+    # Japanese), which the model then writes, as the references do.
+    target_normalization: str = "none"
     pretokenizer: str = "okurigana"  # how text is cut before BPE: see tokenizer/pretokenize.py
     special_tokens: list[str] = field(default_factory=list)  # user-defined, after <pad> <bos> <eos>
 
@@ -29,6 +32,17 @@ class TokenizerConfig:
             self.pretokenizer,
             self.special_tokens,
         )
+        if self.target_normalization not in NORMALIZATIONS:
+            raise ConfigError(
+                f"tokenizer.target_normalization={self.target_normalization!r} must be one of "
+                f"{', '.join(NORMALIZATIONS)}"
+            )
+        if self.shared and self.target_normalization != self.normalization:
+            raise ConfigError(
+                f"tokenizer.shared=true trains one tokenizer for both sides: "
+                f"tokenizer.target_normalization={self.target_normalization!r} must equal "
+                f"tokenizer.normalization={self.normalization!r}"
+            )
 
 
 def check_training_options(

@@ -70,7 +70,8 @@ def test_paths_differ_by_language_and_setting_and_coincide_when_shared() -> None
     assert separate[0] != separate[1]
     assert separate[0].name.startswith("tanaka_graded.en.bpe8000.")
     assert separate[0].parent == Path("/project/data/tokenizers") == Path(PATHS.tokenizer_dir)
-    shared = tokenizer_paths(data, TokenizerConfig(vocab_size=8000, shared=True), PATHS)
+    joint = TokenizerConfig(vocab_size=8000, shared=True, target_normalization="nfkc")
+    shared = tokenizer_paths(data, joint, PATHS)
     assert shared[0] == shared[1] and ".en-ja." in shared[0].name
     other = tokenizer_paths(data, TokenizerConfig(vocab_size=8000, pretokenizer="script"), PATHS)
     assert other[0] != separate[0]
@@ -82,6 +83,7 @@ TOKENIZER_VALUES = {
         "shared": True,
         "character_coverage": 1.0,
         "normalization": "none",
+        "target_normalization": "nfkc",
         "pretokenizer": "script",
         "special_tokens": ["<sep>"],
     },
@@ -105,7 +107,10 @@ def changed_paths(section: str, name: str) -> tuple[Path, Path]:
     data, tok_cfg = DATA, TokenizerConfig()
     if section == "tokenizer":
         value = other_value(TOKENIZER_VALUES, section, name, getattr(tok_cfg, name))
-        tok_cfg = dataclasses.replace(tok_cfg, **{name: value})
+        changes = {name: value}
+        if name == "shared":  # one tokenizer: one normalization for both sides
+            changes["target_normalization"] = tok_cfg.normalization
+        tok_cfg = dataclasses.replace(tok_cfg, **changes)
     else:
         old = getattr(data, section)
         value = other_value(TOKENIZER_VALUES, section, name, getattr(old, name))
@@ -170,9 +175,25 @@ def test_load_or_train_trains_once_then_loads(tiny_corpus) -> None:
     assert (again[0].hash, again[1].hash) == (src.hash, tgt.hash)
 
 
+def test_the_target_side_keeps_the_corpus_forms_and_the_source_side_folds_them(
+    tmp_path: Path,
+) -> None:
+    text = "".join(f"{en}\t{ja}\n" for en, ja in [("ＡＢ 10", "１０時？"), ("ab 2", "２人！")] * 5)
+    data = local_dataset(tmp_path / "raw", {"train.tsv": text})
+    data = with_corpus(data, format="tsv", splits={"train": "train.tsv"})
+    paths = PathsConfig(root=str(tmp_path), raw_dir=str(tmp_path / "raw"))
+    src, tgt = load_or_train_tokenizers(data, TokenizerConfig(vocab_size=300), paths)
+    assert src.decode(src.encode("ＡＢ １０")) == "AB 10"
+    assert tgt.decode(tgt.encode("１０時？")) == "１０時？"
+    assert {"１", "０", "？", "！"} <= set(tgt.alphabet) and "1" not in tgt.alphabet
+    folded = TokenizerConfig(vocab_size=300, target_normalization="nfkc")
+    nfkc_target = load_or_train_tokenizers(data, folded, paths)[1]
+    assert nfkc_target.decode(nfkc_target.encode("１０時？")) == "10時?"
+
+
 def test_shared_tokenizer_covers_both_languages(tiny_corpus) -> None:
     data, paths = tiny_corpus
-    tok_cfg = TokenizerConfig(vocab_size=320, shared=True)
+    tok_cfg = TokenizerConfig(vocab_size=320, shared=True, target_normalization="nfkc")
     src, tgt = load_or_train_tokenizers(data, tok_cfg, paths)
     assert src is tgt
     assert {"c", "猫"} <= set(src.alphabet)
@@ -213,6 +234,8 @@ def test_every_yaml_lists_every_field_and_validates(yaml: Path) -> None:
         ({"vocab_size": 100}, "tokenizer.vocab_size=100"),
         ({"character_coverage": 0.0}, "tokenizer.character_coverage=0.0"),
         ({"normalization": "nfd"}, "tokenizer.normalization='nfd'"),
+        ({"target_normalization": "nfd"}, "tokenizer.target_normalization='nfd'"),
+        ({"shared": True}, "tokenizer.shared=true trains one tokenizer for both sides"),
         ({"pretokenizer": "words"}, "tokenizer.pretokenizer='words'"),
         ({"special_tokens": [""]}, "tokenizer.special_tokens: ''"),
     ],
