@@ -483,10 +483,10 @@ class Trainer:
         self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
         if short is not None and announce and self.dist.is_main:
             logger.info(
-                "the short recipe (training.short_run) for %d steps: %d encoder and %d decoder "
+                "the short recipe (training.short_run) for %s steps: %d encoder and %d decoder "
                 "layers, dropout %g, learning rate %g, batches of %d tokens, warm-up %d steps, a "
                 "snapshot every %d steps",
-                schedule.steps,
+                f"{schedule.steps:,}",
                 self.model.cfg.n_encoder_layers,
                 self.model.cfg.n_decoder_layers,
                 self.model.cfg.dropout,
