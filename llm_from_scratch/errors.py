@@ -2,8 +2,10 @@
 
 Each stage defines its own subclasses where it raises them (`TokenizerError` in the tokenizer's
 file format, `DataSourceError` in `data/sources.py`, `CheckpointError` in `checkpoint.py`, ...);
-this module holds only the two every layer raises.
+this module holds only the two every layer raises, and the check every config schema makes.
 """
+
+from collections.abc import Sequence
 
 
 class UserError(Exception):
@@ -12,3 +14,9 @@ class UserError(Exception):
 
 class ConfigError(UserError, ValueError):
     """A configuration value is invalid; the message names the key and the value."""
+
+
+def check_choice(key: str, value: str, choices: Sequence[str]) -> None:
+    """Raise `ConfigError` unless the setting `key` is one of `choices`."""
+    if value not in choices:
+        raise ConfigError(f"{key}={value!r} must be one of {', '.join(choices)}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llm_from_scratch.data.source_style import SOURCE_STYLES
-from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.errors import ConfigError, check_choice
 
 SOURCES = ("urls", "hub", "local")
 # How the raw files are laid out (see `CorpusConfig.splits` for what names a split in each).
@@ -73,15 +73,8 @@ class CorpusConfig:
     source_style: str = "raw"
 
     def __post_init__(self) -> None:
-        if self.source_style not in SOURCE_STYLES:
-            raise ConfigError(
-                f"data.corpus.source_style={self.source_style!r} must be one of "
-                f"{', '.join(SOURCE_STYLES)}"
-            )
-        if self.format not in FORMATS:
-            raise ConfigError(
-                f"data.corpus.format={self.format!r} must be one of {', '.join(FORMATS)}"
-            )
+        check_choice("data.corpus.source_style", self.source_style, SOURCE_STYLES)
+        check_choice("data.corpus.format", self.format, FORMATS)
         unknown = sorted(set(self.splits) - set(SPLITS))
         if unknown or not self.splits.get("train"):
             raise ConfigError(
@@ -175,8 +168,7 @@ class DataConfig:
     loading: LoadingConfig = field(default_factory=LoadingConfig)
 
     def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ConfigError(f"data.source={self.source!r} must be one of {', '.join(SOURCES)}")
+        check_choice("data.source", self.source, SOURCES)
         if self.source == "hub" and not self.hub_id:
             raise ConfigError(f"data.source=hub needs data.hub_id (dataset {self.name!r})")
         if self.source == "hub" and self.corpus.format != "hub":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.errors import ConfigError, check_choice
 from llm_from_scratch.precision import PRECISIONS
 
 
@@ -41,9 +41,6 @@ class DecodingConfig:
             raise ConfigError(
                 f"decoding.no_repeat_ngram_size={self.no_repeat_ngram_size} must not be negative"
             )
-        if self.precision not in PRECISIONS:
-            raise ConfigError(
-                f"decoding.precision={self.precision!r} must be one of {', '.join(PRECISIONS)}"
-            )
+        check_choice("decoding.precision", self.precision, PRECISIONS)
         if self.batch_tokens < 1:
             raise ConfigError(f"decoding.batch_tokens={self.batch_tokens} must be at least 1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.errors import ConfigError, check_choice
 
 ACTIVATIONS = ("relu", "gelu")
 
@@ -42,7 +42,4 @@ class ModelConfig:
             raise ConfigError(f"model.d_model={self.d_model} must be even")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model.dropout={self.dropout} must be in [0, 1)")
-        if self.activation not in ACTIVATIONS:
-            raise ConfigError(
-                f"model.activation={self.activation!r} must be one of {', '.join(ACTIVATIONS)}"
-            )
+        check_choice("model.activation", self.activation, ACTIVATIONS)

@@ -40,7 +40,7 @@ from llm_from_scratch.decoding.translator import (
     restore_models,
 )
 from llm_from_scratch.device import resolve_device
-from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.errors import ConfigError, check_choice
 from llm_from_scratch.evaluation.metrics import bleu, corpus_scores
 from llm_from_scratch.evaluation.report import (
     REPEAT_NGRAM,
@@ -93,8 +93,7 @@ class EvaluateConfig:
     limit: int | None = None  # score only the first `limit` sentences (quick checks)
 
     def __post_init__(self) -> None:
-        if self.split not in SPLITS:
-            raise ConfigError(f"split={self.split!r} must be one of {', '.join(SPLITS)}")
+        check_choice("split", self.split, SPLITS)
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"limit={self.limit} must be at least 1")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.errors import ConfigError, check_choice
 from llm_from_scratch.tokenizer.pretokenize import NORMALIZATIONS, PRETOKENIZERS
 from llm_from_scratch.tokenizer.special_tokens import RESERVED
 
@@ -32,11 +32,7 @@ class TokenizerConfig:
             self.pretokenizer,
             self.special_tokens,
         )
-        if self.target_normalization not in NORMALIZATIONS:
-            raise ConfigError(
-                f"tokenizer.target_normalization={self.target_normalization!r} must be one of "
-                f"{', '.join(NORMALIZATIONS)}"
-            )
+        check_choice("tokenizer.target_normalization", self.target_normalization, NORMALIZATIONS)
         if self.shared and self.target_normalization != self.normalization:
             raise ConfigError(
                 f"tokenizer.shared=true trains one tokenizer for both sides: "
@@ -60,14 +56,8 @@ def check_training_options(
         )
     if not 0.0 < character_coverage <= 1.0:
         raise ConfigError(f"tokenizer.character_coverage={character_coverage} must be in (0, 1]")
-    if normalization not in NORMALIZATIONS:
-        raise ConfigError(
-            f"tokenizer.normalization={normalization!r} must be one of {', '.join(NORMALIZATIONS)}"
-        )
-    if pretokenizer not in PRETOKENIZERS:
-        raise ConfigError(
-            f"tokenizer.pretokenizer={pretokenizer!r} must be one of {', '.join(PRETOKENIZERS)}"
-        )
+    check_choice("tokenizer.normalization", normalization, NORMALIZATIONS)
+    check_choice("tokenizer.pretokenizer", pretokenizer, PRETOKENIZERS)
     for token in special_tokens:
         if not isinstance(token, str) or not token:
             raise ConfigError(f"tokenizer.special_tokens: {token!r} is not a non-empty string")

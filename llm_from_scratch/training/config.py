@@ -8,7 +8,7 @@ from typing import Protocol
 
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.errors import ConfigError, check_choice
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import PRECISIONS
@@ -105,14 +105,8 @@ class TrainingConfig:
         return None if self.max_time is None else parse_duration(self.max_time)
 
     def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ConfigError(
-                f"training.precision={self.precision!r} must be one of {', '.join(PRECISIONS)}"
-            )
-        if self.schedule not in SCHEDULES:
-            raise ConfigError(
-                f"training.schedule={self.schedule!r} must be one of {', '.join(SCHEDULES)}"
-            )
+        check_choice("training.precision", self.precision, PRECISIONS)
+        check_choice("training.schedule", self.schedule, SCHEDULES)
         for key in (
             "max_steps", "accumulation_steps", "eval_every", "save_every", "log_every",
             "max_nonfinite",
