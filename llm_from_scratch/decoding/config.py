@@ -12,7 +12,7 @@ from llm_from_scratch.precision import PRECISIONS
 class DecodingConfig:
     beam_size: int = 5  # 1 is greedy search
     nbest: int = 1  # hypotheses returned per sentence, best first
-    length_penalty: float = 1.0  # GNMT alpha; 0 disables
+    length_penalty: float = 1.5  # GNMT alpha; 0 disables
     max_len_a: float = 1.5  # output length limit: a * source_length + b (source EOS counted)
     max_len_b: int = 10
     no_repeat_ngram_size: int = 0  # 0 disables

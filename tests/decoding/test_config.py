@@ -20,6 +20,12 @@ def test_yaml_options_match_the_schema(path):
     DecodingConfig(**values)
 
 
+def test_beam_option_is_the_schemas_defaults():
+    """What `make train` stores in a run (and `translate.py` decodes with) is what code gets."""
+    values = OmegaConf.to_container(OmegaConf.load(DECODING_DIR / "beam.yaml"))
+    assert DecodingConfig(**values) == DecodingConfig()
+
+
 def test_greedy_option_is_beam_size_one():
     values = OmegaConf.to_container(OmegaConf.load(DECODING_DIR / "greedy.yaml"))
     assert DecodingConfig(**values).beam_size == 1

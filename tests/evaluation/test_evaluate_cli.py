@@ -106,7 +106,7 @@ def test_help_lists_the_flags_and_the_keys(capsys):
     help_text = capsys.readouterr().out
     for flag in ("--run", "--checkpoint", "--ensemble", "--beam", "--split", "--output-dir"):
         assert flag in help_text
-    for key in ("decoding=beam|greedy", "decoding.length_penalty=1.0", "paths.runs_dir", "--cfg"):
+    for key in ("decoding=beam|greedy", "decoding.length_penalty=1.5", "paths.runs_dir", "--cfg"):
         assert key in help_text
 
 
