@@ -9,7 +9,10 @@ Twice: with the config's dropout, where ours drops out only embeddings and subla
 paper) and nn.Transformer also attention weights and the feed-forward hidden layer; and with
 dropout 0, the pure compute; and ours once more with torch's dropout in place of our cheaper CPU
 mask (`llm_from_scratch.model.dropout`); and once more with aten's `F.cross_entropy` in place of
-our fused CPU loss (`llm_from_scratch.training.loss`). A step is forward, the trainer's
+our fused CPU loss (`llm_from_scratch.training.loss`); and once more with SDPA's fused attention
+kernel in place of the kernel `model.attention.attend` picks. Then, at a second shape
+(`--long-shape`, KFTT's sentence lengths by default), ours against ours with SDPA's attention and
+nn.Transformer, with the config's dropout. A step is forward, the trainer's
 label-smoothed loss, backward and the trainer's (fused) AdamW update. MFU is
 6 · parameters · tokens / time over the peak matrix-multiply rate at that precision, measured here
 in the same process (a large GEMM), since a 2-core cloud CPU has no published peak. In an
@@ -19,7 +22,7 @@ embedding lookups do no multiplications and are left out. Also prints the parame
 every `configs/model/*.yaml`.
 
     python scripts/bench_model.py [--model small] [--batch 64] [--src-len 24] [--tgt-len 24]
-        [--precision auto|bf16|fp32] [--table-rows]
+        [--long-shape 32x60+60] [--precision auto|bf16|fp32] [--table-rows]
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -38,6 +42,7 @@ from omegaconf import OmegaConf
 from torch import Tensor, nn
 from torch.autograd.profiler_util import FunctionEvent
 
+from llm_from_scratch.model import attention
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.dropout import PROFILER_RANGE as DROPOUT_RANGE
 from llm_from_scratch.model.dropout import Dropout
@@ -124,6 +129,25 @@ def with_torch_dropout(model: nn.Module) -> nn.Module:
     return model
 
 
+@contextmanager
+def fused_attention() -> Iterator[None]:
+    """Every attention call takes SDPA's fused kernel, the reference for `attend`'s choice."""
+    chosen = dict(attention.CPU_EXPLICIT_MAX_SCORES)
+    attention.CPU_EXPLICIT_MAX_SCORES.clear()
+    try:
+        yield
+    finally:
+        attention.CPU_EXPLICIT_MAX_SCORES.update(chosen)
+
+
+def with_fused_attention(step: Callable[[], None]) -> Callable[[], None]:
+    def fused_step() -> None:
+        with fused_attention():
+            step()
+
+    return fused_step
+
+
 def profile_step(step: Callable[[], None], steps: int) -> list[tuple[str, float]]:
     """Self CPU time per operator over `steps` training steps, as shares of the total, largest
     first (torch.profiler; the first step is a warm-up). Operators that run inside our dropout or
@@ -155,7 +179,8 @@ def operator_group(name: str) -> str:
     groups = {
         "dropout": ("bernoulli", "dropout"),
         "loss": ("(loss)", LOSS_RANGE, "log_softmax", "nll_loss"),
-        "matrix products": ("mm", "addmm", "bmm", "matmul", "linear", "scaled_dot_product"),
+        "attention": ("scaled_dot_product", "softmax", "masked_fill"),
+        "matrix products": ("mm", "addmm", "bmm", "matmul", "linear"),
         "optimizer": ("_foreach", "adamw", "lerp", "addcdiv", "addcmul", "sqrt"),
         "layer norm": ("layer_norm",),
     }
@@ -176,6 +201,11 @@ def main() -> None:
         type=int,
         default=TokenizerConfig().vocab_size,
         help="source and target vocabulary size (default: the default tokenizer's)",
+    )
+    parser.add_argument(
+        "--long-shape",
+        default="32x60+60",
+        help="a second shape, BATCHxSRC+TGT (KFTT's lengths by default); 'none' to skip it",
     )
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=10)
@@ -218,32 +248,25 @@ def main() -> None:
         )
     aten_loss = f"ours, dropout {cfg.dropout}, aten's cross entropy"
     models[aten_loss] = Seq2SeqTransformer(cfg, args.vocab, args.vocab, PAD_ID).train()
+    sdpa_attention = f"ours, dropout {cfg.dropout}, SDPA's fused attention"
+    models[sdpa_attention] = Seq2SeqTransformer(cfg, args.vocab, args.vocab, PAD_ID).train()
     loss_fns = {name: summed_cross_entropy for name in models} | {aten_loss: aten_cross_entropy}
     counts = {sum(p.numel() for p in model.parameters()) for model in models.values()}
     if len(counts) != 1:
         raise SystemExit(f"parameter counts differ: {sorted(counts)}")
     n_parameters = counts.pop()
 
-    # Source lengths vary so that the padding mask matters; targets are one token longer since
-    # the step shifts them into decoder input and labels.
-    src = torch.randint(1, args.vocab, (args.batch, args.src_len))
-    src_lengths = torch.randint(args.src_len // 2, args.src_len + 1, (args.batch,))
-    src_mask = torch.arange(args.src_len)[None, :] < src_lengths[:, None]
-    src = src.masked_fill(~src_mask, PAD_ID)
-    tgt = torch.randint(1, args.vocab, (args.batch, args.tgt_len + 1))
-
+    src, src_mask, tgt = random_batch(args.batch, args.src_len, args.tgt_len, args.vocab)
     cpu = torch.device("cpu")
     optimizers = {name: build_optimizer(model, TRAINING, cpu) for name, model in models.items()}
-    seconds = time_alternately(
-        {
-            name: lambda model=model, name=name: training_step(
-                model, optimizers[name], precision, src, src_mask, tgt, loss_fns[name]
-            )
-            for name, model in models.items()
-        },
-        args.warmup,
-        args.iterations,
-    )
+    steps = {
+        name: partial(
+            training_step, model, optimizers[name], precision, src, src_mask, tgt, loss_fns[name]
+        )
+        for name, model in models.items()
+    }
+    steps[sdpa_attention] = with_fused_attention(steps[sdpa_attention])
+    seconds = time_alternately(steps, args.warmup, args.iterations)
     tokens = args.batch * (args.src_len + args.tgt_len)
     ours = next(model for model in models.values() if isinstance(model, Seq2SeqTransformer))
     flops = training_flops(ours, args.batch * args.src_len, args.batch * args.tgt_len)
@@ -284,6 +307,12 @@ def main() -> None:
             f"| {conditions} |"
         )
     if args.table_rows:
+        ours, theirs = seconds[f"ours, dropout {cfg.dropout}"], seconds[sdpa_attention]
+        print(
+            f"| training tokens/s, dropout {cfg.dropout}, our attention kernel | "
+            f"{tokens / ours:,.0f} | {tokens / theirs:,.0f} (SDPA's fused attention in our step) "
+            f"| {theirs / ours:.2f} | {conditions} |"
+        )
         ours, theirs = seconds[f"ours, dropout {cfg.dropout}"], seconds[aten_loss]
         print(
             f"| training tokens/s, dropout {cfg.dropout}, our fused CPU loss | "
@@ -322,6 +351,76 @@ def main() -> None:
             f"| training MFU, dropout {cfg.dropout} | {mfu:.1%} "
             f"| {peak / 1e9:,.0f} GFLOP/s (measured {precision.name} GEMM peak) | "
             "| 6 · parameters · tokens per side / time / peak |"
+        )
+    if args.long_shape != "none":
+        bench_long_shape(args, cfg, precision, peak)
+
+
+def random_batch(batch: int, src_len: int, tgt_len: int, vocab: int) -> tuple[Tensor, ...]:
+    """Source lengths vary so that the padding mask matters; targets are one token longer since
+    the step shifts them into decoder input and labels."""
+    src = torch.randint(1, vocab, (batch, src_len))
+    src_lengths = torch.randint(src_len // 2, src_len + 1, (batch,))
+    src_mask = torch.arange(src_len)[None, :] < src_lengths[:, None]
+    tgt = torch.randint(1, vocab, (batch, tgt_len + 1))
+    return src.masked_fill(~src_mask, PAD_ID), src_mask, tgt
+
+
+def bench_long_shape(
+    args: argparse.Namespace, cfg: ModelConfig, precision: Precision, peak: float
+) -> None:
+    """Ours, ours with SDPA's fused attention and nn.Transformer at `--long-shape`."""
+    details = sys.stderr if args.table_rows else sys.stdout
+    batch, lengths = args.long_shape.split("x")
+    batch, (src_len, tgt_len) = int(batch), map(int, lengths.split("+"))
+    torch.manual_seed(0)
+    models = {
+        "ours": Seq2SeqTransformer(cfg, args.vocab, args.vocab, PAD_ID).train(),
+        "ours, SDPA's fused attention": Seq2SeqTransformer(
+            cfg, args.vocab, args.vocab, PAD_ID
+        ).train(),
+        "nn.Transformer": ReferenceSeq2Seq(cfg, args.vocab, args.vocab).train(),
+    }
+    src, src_mask, tgt = random_batch(batch, src_len, tgt_len, args.vocab)
+    cpu = torch.device("cpu")
+    steps = {
+        name: partial(
+            training_step,
+            model,
+            build_optimizer(model, TRAINING, cpu),
+            precision,
+            src,
+            src_mask,
+            tgt,
+        )
+        for name, model in models.items()
+    }
+    steps["ours, SDPA's fused attention"] = with_fused_attention(
+        steps["ours, SDPA's fused attention"]
+    )
+    seconds = time_alternately(steps, args.warmup, args.iterations)
+    tokens = batch * (src_len + tgt_len)
+    flops = training_flops(models["ours"], batch * src_len, batch * tgt_len)
+    conditions = (
+        f"model={args.model}, {precision.name}, dropout {cfg.dropout}, batch {batch} × "
+        f"{src_len}+{tgt_len} tokens, {torch.get_num_threads()} threads"
+    )
+    print(f"\nTraining step at {conditions}:\n", file=details)
+    print("| model | ms / step | tokens / s | MFU |\n|---|---:|---:|---:|", file=details)
+    for name, median in seconds.items():
+        mfu = flops / median / peak
+        print(f"| {name} | {median * 1e3:.1f} | {tokens / median:,.0f} | {mfu:.1%} |", file=details)
+    if args.table_rows:
+        ours = seconds["ours"]
+        for name in ("ours, SDPA's fused attention", "nn.Transformer"):
+            print(
+                f"| training tokens/s, {src_len}+{tgt_len} tokens | {tokens / ours:,.0f} | "
+                f"{tokens / seconds[name]:,.0f} ({name}) | {seconds[name] / ours:.2f} | "
+                f"{conditions} |"
+            )
+        print(
+            f"| training MFU, {src_len}+{tgt_len} tokens | {flops / ours / peak:.1%} | "
+            f"{peak / 1e9:,.0f} GFLOP/s (measured {precision.name} GEMM peak) | | {conditions} |"
         )
 
 

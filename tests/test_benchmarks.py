@@ -20,10 +20,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\| [^|]+ \| [^|]+ \| [^|]+ \|\s*(?:\d+\.\d\d)?\s*\| [^|]+ \|$")
 
 BENCHES = {
+    "bench_attention.py": ["--lengths", "8", "--tokens", "64", "--iterations", "1"],
     "bench_model.py": [
         "--batch=4",
         "--src-len=8",
         "--tgt-len=8",
+        "--long-shape=2x12+12",
         "--iterations=2",
         "--precision=fp32",
     ],

@@ -23,8 +23,8 @@ class MultiHeadAttention(nn.Module):
     matmul; cross-attention uses the first third on the decoder states and the other two thirds on
     the encoder output.
 
-    No dropout inside: as in the paper, dropout acts on the sublayer's output (see `Residual`),
-    which also keeps training on SDPA's fused kernels.
+    No dropout inside: as in the paper, dropout acts on the sublayer's output (see `Residual`).
+    The kernel is `attend`'s choice.
     """
 
     def __init__(self, d_model: int, n_heads: int) -> None:
@@ -50,8 +50,7 @@ class MultiHeadAttention(nn.Module):
         is_causal: each position attends only to itself and earlier ones (no `mask` then).
         cache: self-attention appends the new keys/values to it; cross-attention fills it on the
             first call and reuses it afterwards, ignoring `memory`.
-        need_weights: also return the attention weights (batch, heads, tgt_len, src_len); this
-            takes the explicit (slower) path instead of the fused SDPA kernel.
+        need_weights: also return the attention weights (batch, heads, tgt_len, src_len).
         """
         if memory is None:
             q, k, v = self._split_heads(self.in_proj(x)).unbind(0)
@@ -68,11 +67,7 @@ class MultiHeadAttention(nn.Module):
                 if cache is not None:
                     cache.append(k, v)
 
-        if need_weights:
-            out, weights = explicit_attention(q, k, v, mask, is_causal)
-        else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
-            weights = None
+        out, weights = attend(q, k, v, mask, is_causal, need_weights)
         batch, _, tgt_len, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, tgt_len, self.d_model)  # (batch, tgt_len, d_model)
         return self.out_proj(out), weights
@@ -85,6 +80,35 @@ class MultiHeadAttention(nn.Module):
         return projected.permute(2, 0, 3, 1, 4)  # (n, batch, heads, len, head_dim)
 
 
+# Scores per (batch, head) up to which the explicit path beats SDPA's fused CPU kernel, by dtype
+# (scripts/bench_attention.py): at translation lengths the fused kernel's blocked loops and their
+# bookkeeping cost more than attention's few FLOPs, most of all in bf16; longer sequences are
+# better served by a kernel that never holds the whole (tgt_len, src_len) matrix.
+CPU_EXPLICIT_MAX_SCORES = {torch.bfloat16: 256 * 256, torch.float32: 64 * 64}
+
+
+def attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    is_causal: bool = False,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """softmax(QKᵀ/√d_head)V with the kernel that is fast for these shapes on this device.
+
+    q (batch, heads, tgt_len, head_dim), k and v (batch, heads, src_len, head_dim); `mask` and
+    `is_causal` as in `MultiHeadAttention.forward`. Returns the output (batch, heads, tgt_len,
+    head_dim) and, with `need_weights`, the weights (batch, heads, tgt_len, src_len), else None.
+    """
+    most_scores = CPU_EXPLICIT_MAX_SCORES.get(q.dtype, 0) if q.device.type == "cpu" else 0
+    explicit = q.size(-2) * k.size(-2) <= most_scores
+    if need_weights or explicit:
+        out, weights = explicit_attention(q, k, v, mask, is_causal)
+        return out, weights if need_weights else None
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal), None
+
+
 def explicit_attention(
     q: Tensor,
     k: Tensor,
@@ -92,15 +116,16 @@ def explicit_attention(
     mask: Tensor | None = None,
     is_causal: bool = False,
 ) -> tuple[Tensor, Tensor]:
-    """softmax(QKᵀ/√d_head)V written out, returning the weights too; what SDPA computes fused.
+    """softmax(QKᵀ/√d_head)V written out as two matrix products, returning the weights too.
 
     q (batch, heads, tgt_len, head_dim), k and v (batch, heads, src_len, head_dim). Returns the
-    output (batch, heads, tgt_len, head_dim) and the weights (batch, heads, tgt_len, src_len).
+    output (batch, heads, tgt_len, head_dim) and the weights (batch, heads, tgt_len, src_len), in
+    v's dtype. The softmax runs in fp32 whatever the inputs, as SDPA's kernels do.
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (batch, heads, tgt_len, src_len)
+    scores = (q * (1 / math.sqrt(q.size(-1)))) @ k.transpose(-2, -1)  # (batch, heads, tgt, src)
     if is_causal:
         mask = causal_mask(q.size(-2), k.size(-2), device=q.device)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
+    weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
     return weights @ v, weights
