@@ -7,8 +7,8 @@
 
 The pattern is stored, not only its name, so a file keeps encoding the same way when the code's
 patterns change; it is compiled only if it is one of `pretokenize.SHIPPED_PATTERNS` (any other
-is refused: a pattern is code that runs on every text). Files are written in canonical form (sorted keys, no spaces), so the sha256 of
-the file is the tokenizer's `hash`.
+is refused: a pattern is code that runs on every text). Files are written in canonical form
+(sorted keys, no spaces), so the sha256 of the file is the tokenizer's `hash`.
 """
 
 from __future__ import annotations

@@ -60,6 +60,7 @@ def shipped_version(name: str, pattern: str) -> int | None:
             return version
     return None
 
+
 NORMALIZATIONS = ("none", "nfkc")
 
 
