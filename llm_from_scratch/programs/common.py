@@ -6,15 +6,17 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.errors import HydraException
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from llm_from_scratch.errors import ConfigError, UserError
-from llm_from_scratch.paths import config_dir
+from llm_from_scratch.paths import PathsConfig, check_directory, config_dir
 from llm_from_scratch.schema import to_schema
 
 Schema = TypeVar("Schema")
@@ -41,13 +43,16 @@ def register_schema(name: str, schema: type) -> None:
     ConfigStore.instance().store(name=name, node=schema)
 
 
-def check_output_dir(path: Path, key: str) -> None:
-    """Refuse an output directory that a file is in the way of, naming the setting `key`."""
-    for existing in (path, *path.parents):
-        if existing.exists():
-            if not existing.is_dir():
-                raise ConfigError(f"{key}={path} cannot be a directory: {existing} is a file")
-            return
+class RefuseFilePaths(Callback):
+    """Hydra callback (`hydra.callbacks` of the programs' configs): the path settings and the
+    output directory are checked before Hydra creates that directory, which a file in the way
+    turns into a traceback."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        with exit_on_user_error():
+            if "paths" in config:
+                to_schema(OmegaConf.to_container(config.paths, resolve=True), PathsConfig)
+            check_directory(Path(str(config.hydra.run.dir)), "hydra.run.dir")
 
 
 def compose_config(config_name: str, overrides: Sequence[str], schema: type[Schema]) -> Schema:
