@@ -15,6 +15,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from llm_from_scratch.atomic import disk_full_error
 from llm_from_scratch.errors import ConfigError, UserError
 from llm_from_scratch.paths import PathsConfig, check_directory, config_dir
 from llm_from_scratch.schema import to_schema
@@ -24,11 +25,23 @@ Schema = TypeVar("Schema")
 
 @contextmanager
 def exit_on_user_error() -> Iterator[None]:
-    """Turn a `UserError` into `error: <message>` on stderr and exit status 2."""
+    """Turn a `UserError` into `error: <message>` on stderr and exit status 2; a full disk too,
+    wherever the write that found it was (a lock file, a library's cache)."""
     try:
         yield
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as error:
+        full = disk_full_error(error)
+        if full is None:
+            raise
+        where = f" writing {full.filename}" if full.filename else ""
+        print(
+            f"error: the disk is full{where} ({full.strerror}): free some space and run the "
+            "command again",
+            file=sys.stderr,
+        )
         sys.exit(2)
 
 
