@@ -23,7 +23,7 @@ from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.device import resolve_device
+from llm_from_scratch.device import contention, resolve_device, set_threads
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.paths import PathsConfig, config_dir, project_root
 from llm_from_scratch.programs.common import exit_on_user_error, register_schema
@@ -72,6 +72,9 @@ def train(config: TrainConfig, launch: DictConfig | None = None) -> dict[str, fl
     logging.basicConfig()  # without Hydra's logging (the Python API): to stderr
     # Hydra sets the root level for every rank; the other ranks would repeat each line.
     logging.getLogger().setLevel(logging.INFO if dist.is_main else logging.WARNING)
+    warning = contention(set_threads(config.training.threads))
+    if warning is not None and dist.is_main:
+        logger.warning("%s", warning)
     run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
     try:
         finished = finished_run(run_dir, config)  # before anything writes to run_dir
