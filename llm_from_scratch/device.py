@@ -47,8 +47,9 @@ def contention(threads: int) -> str | None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     if load < 1.0 or load + threads <= cores + 0.5:
         return None
+    advice = "set training.threads lower, or run" if threads > 1 else "run"
     return (
         f"the load average is {load:.1f} on the {cores} cores this process may use: another "
-        f"process is busy on them, and {threads} training threads will share them (both run "
-        "slower); set training.threads lower, or run one at a time"
+        f"process is busy on them, and training's {threads} thread(s) will share them (both run "
+        f"slower); {advice} one at a time"
     )
