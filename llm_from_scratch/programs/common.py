@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,7 +27,9 @@ Schema = TypeVar("Schema")
 @contextmanager
 def exit_on_user_error() -> Iterator[None]:
     """Turn a `UserError` into `error: <message>` on stderr and exit status 2; a full disk too,
-    wherever the write that found it was (a lock file, a library's cache)."""
+    wherever the write that found it was (a lock file, a library's cache). Logging's own write
+    errors are not printed: on a full disk each log line would print a traceback."""
+    logging.raiseExceptions = False
     try:
         yield
     except UserError as error:
