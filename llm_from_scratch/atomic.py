@@ -73,6 +73,24 @@ def build_lock(lock_file: Path, what: str) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def disk_full_in(directory: str | Path, what: str) -> Iterator[None]:
+    """Turn a full disk met anywhere in the block (a library's cache files, say) into a one-line
+    `DiskFullError` naming `what` is written there."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except Exception as error:
+        if not is_disk_full(error):
+            raise
+        free = shutil.disk_usage(directory).free if Path(directory).is_dir() else 0
+        raise DiskFullError(
+            f"cannot write {what} in {directory}: the disk is full ({free:,} bytes free). Free "
+            "some space and run the command again"
+        ) from None
+
+
 def temporary_files(directory: str | Path) -> list[Path]:
     """The temporary files of `atomic_writer` in `directory`: only a killed write leaves one."""
     directory = Path(directory)

@@ -16,7 +16,7 @@ import datasets
 import numpy as np
 from datasets.exceptions import DatasetGenerationError
 
-from llm_from_scratch.atomic import DiskFullError, disk_full_error
+from llm_from_scratch.atomic import is_disk_full
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
@@ -236,11 +236,8 @@ def _load_file(builder: str, path: Path, paths: PathsConfig) -> datasets.Dataset
             builder, data_files=str(path), split="train", cache_dir=_hf_cache(paths)
         )
     except DatasetGenerationError as error:
-        if disk_full_error(error):  # writing datasets' cache, not reading `path`
-            raise DiskFullError(
-                f"cannot cache {path} under {_hf_cache(paths)}: the disk is full. Free some "
-                "space and run the command again"
-            ) from None
+        if is_disk_full(error):  # writing datasets' cache, not reading `path`
+            raise
         _check_utf8(path)
         cause = error.__cause__ or error.__context__ or error
         raise CorpusError(f"{path} cannot be read: {str(cause).splitlines()[0]}") from None

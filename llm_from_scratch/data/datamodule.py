@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import torch
 from torch.utils.data import DataLoader
 
-from llm_from_scratch.atomic import DiskFullError, build_lock, is_disk_full
+from llm_from_scratch.atomic import DiskFullError, build_lock, disk_full_in, is_disk_full
 from llm_from_scratch.data.batch import BPEDropout, Collator
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler
 from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokenize
@@ -117,11 +117,12 @@ def build_data(
     cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, paths: PathsConfig
 ) -> DataModule:
     """Read the fetched raw files, then tokenize and clean them (or load the cache)."""
-    raw = {split: load_split(cfg, split, paths) for split in SPLITS}
-    extra = load_extra_train(cfg, paths)
-    if extra is not None:
-        raw["train"] = datasets.concatenate_datasets([raw["train"], extra])
-    splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok, paths)
+    with disk_full_in(paths.cache_dir, "the data caches"):
+        raw = {split: load_split(cfg, split, paths) for split in SPLITS}
+        extra = load_extra_train(cfg, paths)
+        if extra is not None:
+            raw["train"] = datasets.concatenate_datasets([raw["train"], extra])
+        splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok, paths)
     return DataModule(cfg, src_tok, tgt_tok, splits, report)
 
 

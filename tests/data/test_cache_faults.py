@@ -14,7 +14,7 @@ import pytest
 
 from llm_from_scratch.atomic import DiskFullError
 from llm_from_scratch.data.corpus import load_split
-from llm_from_scratch.data.datamodule import prepare_splits
+from llm_from_scratch.data.datamodule import build_data, prepare_splits
 
 SPLITS = ("train", "dev", "test")
 
@@ -105,18 +105,27 @@ def test_a_full_disk_while_saving_the_cache_is_one_line_and_leaves_nothing(
     assert [path.name for path in tokenized.iterdir() if not path.name.endswith(".lock")] == []
 
 
-def test_a_full_disk_while_reading_the_raw_files_is_not_blamed_on_them(
-    tiny_enja, tiny_paths, monkeypatch
+@pytest.mark.parametrize("where", ["reading", "mapping"])
+def test_a_full_disk_in_datasets_own_cache_is_not_blamed_on_the_raw_files(
+    tiny_enja, tiny_paths, word_tokenizer, monkeypatch, where
 ):
     def full(*args, **kwargs):
         try:
             raise OSError(errno.ENOSPC, "No space left on device")
         except OSError as cause:
+            if where == "mapping":
+                raise
             raise datasets.exceptions.DatasetGenerationError("generating") from cause
 
-    monkeypatch.setattr(datasets, "load_dataset", full)
-    with pytest.raises(DiskFullError, match=r"cannot cache .*train\.en under .*: the disk is full"):
-        load_split(tiny_enja, "train", tiny_paths)
+    if where == "reading":
+        monkeypatch.setattr(datasets, "load_dataset", full)
+    else:
+        monkeypatch.setattr(datasets.Dataset, "map", full)
+    with pytest.raises(DiskFullError) as error:
+        build_data(tiny_enja, word_tokenizer, word_tokenizer, tiny_paths)
+    assert str(error.value).startswith(
+        f"cannot write the data caches in {tiny_paths.cache_dir}: the disk is full ("
+    )
 
 
 def test_two_runs_sharing_a_fresh_cache_tokenize_once(tiny_enja, tiny_paths, word_tokenizer):
