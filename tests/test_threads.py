@@ -58,15 +58,15 @@ def test_the_train_program_sets_them_and_warns_where_training_starts(tmp_path, m
         program.TrainConfig,
     )  # fmt: skip
 
-    class Finished:  # stands in for a finished run: train() returns right after its checks
-        model = tmp_path / "averaged.pt"
+    class Prepared(Exception):
+        """Raised where the data would be prepared: the threads are set by then."""
 
-        def report(self, command: str) -> str:
-            return "finished"
+    def prepare_data(config):
+        raise Prepared
 
-    monkeypatch.setattr(program, "finished_run", lambda run_dir, config: Finished())
+    monkeypatch.setattr(program, "prepare_data", prepare_data)
     monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))
-    with caplog.at_level("WARNING"):
-        assert program.train(config) == {}
+    with caplog.at_level("WARNING"), pytest.raises(Prepared):
+        program.train(config)
     assert torch.get_num_threads() == 3
     assert "the load average is 9.0" in caplog.text

@@ -72,9 +72,6 @@ def train(config: TrainConfig, launch: DictConfig | None = None) -> dict[str, fl
     logging.basicConfig()  # without Hydra's logging (the Python API): to stderr
     # Hydra sets the root level for every rank; the other ranks would repeat each line.
     logging.getLogger().setLevel(logging.INFO if dist.is_main else logging.WARNING)
-    warning = contention(set_threads(config.training.threads))
-    if warning is not None and dist.is_main:
-        logger.warning("%s", warning)
     run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
     try:
         finished = finished_run(run_dir, config)  # before anything writes to run_dir
@@ -92,6 +89,9 @@ def train(config: TrainConfig, launch: DictConfig | None = None) -> dict[str, fl
 
 
 def _train(config: TrainConfig, dist: Distributed, started_at: float) -> dict[str, float]:
+    warning = contention(set_threads(config.training.threads))
+    if warning is not None and dist.is_main:
+        logger.warning("%s", warning)
     datasets.disable_progress_bars()  # the log says what the data stage did
     if not dist.is_main:
         dist.barrier()  # let the main process train the tokenizers and fill the cache first
