@@ -11,7 +11,7 @@ disconnects is dropped from the queue (and stops its batch when it was the batch
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -116,7 +116,9 @@ def validation_message(errors: Sequence[Any]) -> str:
     return f"{where.removeprefix('.body').removeprefix('.') or 'body'}: {error['msg']}{more}"
 
 
-async def answer_while_wanted(request: Request, work: Awaitable[T], deadline_s: float) -> T:
+async def answer_while_wanted(
+    request: Request, work: Awaitable[T], deadline_s: float, retry_after_s: Callable[[], int]
+) -> T:
     """`work`'s result, unless the client disconnects or `deadline_s` passes first: `work` is
     then cancelled, which drops its job from the queue."""
     task = asyncio.ensure_future(work)
@@ -135,7 +137,7 @@ async def answer_while_wanted(request: Request, work: Awaitable[T], deadline_s: 
     raise RequestError(
         503,
         f"not translated within serving.deadline_s={deadline_s:g} s: the server is busy",
-        {"Retry-After": str(max(1, round(deadline_s / 10)))},
+        {"Retry-After": str(retry_after_s())},
     )
 
 
@@ -171,7 +173,9 @@ def create_app(service: TranslationService, limits: ServingConfig) -> FastAPI:
         # Off the event loop, which keeps answering other requests meanwhile.
         tokens = await asyncio.to_thread(service.source_tokens, request.texts)
         submitted = batcher.submit(search, request.texts, tokens)
-        translations = await answer_while_wanted(http, submitted, limits.deadline_s)
+        translations = await answer_while_wanted(
+            http, submitted, limits.deadline_s, batcher.retry_after_s
+        )
         return TranslateResponse(translations=translations, model=service.info)
 
     @app.get("/api/health")

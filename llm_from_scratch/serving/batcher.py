@@ -76,11 +76,15 @@ class MicroBatcher(Generic[Key, Result]):
     def queued_texts(self) -> int:
         return sum(len(job.texts) for job in self._waiting)
 
+    def retry_after_s(self) -> int:
+        """When a refused client should try again: the last batch's decoding time."""
+        return max(1, math.ceil(self._batch_s))
+
     def check_room(self, texts: int) -> None:
         """Raise `QueueFull` unless `texts` more texts may queue (a first job always may)."""
         queued = self.queued_texts
         if queued and queued + texts > self.max_queue:
-            raise QueueFull(queued, max(1, math.ceil(self._batch_s)))
+            raise QueueFull(queued, self.retry_after_s())
 
     async def submit(self, key: Key, texts: list[str], tokens: int) -> list[Result]:
         self.check_room(len(texts))
