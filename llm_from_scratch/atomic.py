@@ -1,4 +1,5 @@
 """Atomic file writes: readers see the old file or the complete new one, never a partial one.
+Build locks: one process builds a shared file (a tokenizer, a cache) while others wait for it.
 
 A write goes to a temporary file beside its destination, `.<name>.<8 random characters>`, that
 replaces the destination only once complete. A process killed mid-write leaves that temporary
@@ -8,6 +9,8 @@ behind; `temporary_files` finds such leftovers for whoever owns the directory to
 from __future__ import annotations
 
 import errno
+import fcntl
+import logging
 import os
 import re
 import shutil
@@ -18,6 +21,8 @@ from pathlib import Path
 from typing import IO
 
 from llm_from_scratch.errors import UserError
+
+logger = logging.getLogger(__name__)
 
 # `tempfile` names its files prefix + 8 characters of this alphabet.
 _TEMPORARY_NAME = re.compile(r"\.(?P<destination>.+)\.[a-z0-9_]{8}")
@@ -46,11 +51,44 @@ def atomic_writer(destination: str | Path) -> Iterator[IO[bytes]]:
             os.fsync(file.fileno())
     except BaseException as error:
         Path(file.name).unlink(missing_ok=True)
-        if _is_disk_full(error):
+        if is_disk_full(error):
             raise DiskFullError(_disk_full_message(destination)) from None
         raise
     os.chmod(file.name, 0o666 & ~_umask())  # temporary files are private; the result should not be
     os.replace(file.name, destination)
+
+
+@contextmanager
+def build_lock(lock_file: Path, what: str) -> Iterator[None]:
+    """Hold an OS lock (flock) on `lock_file` for the block, waiting while another process holds
+    it: a second run that needs `what` waits for the first to build it, then finds it built. The
+    OS releases the lock however the holder ends."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("a") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logger.info("waiting for another process to build %s", what)
+            fcntl.flock(file, fcntl.LOCK_EX)
+        yield
+
+
+@contextmanager
+def disk_full_in(directory: str | Path, what: str) -> Iterator[None]:
+    """Turn a full disk met anywhere in the block (a library's cache files, say) into a one-line
+    `DiskFullError` naming `what` is written there."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except Exception as error:
+        if not is_disk_full(error):
+            raise
+        free = shutil.disk_usage(directory).free if Path(directory).is_dir() else 0
+        raise DiskFullError(
+            f"cannot write {what} in {directory}: the disk is full ({free:,} bytes free). Free "
+            "some space and run the command again"
+        ) from None
 
 
 def temporary_files(directory: str | Path) -> list[Path]:
@@ -65,7 +103,7 @@ def temporary_files(directory: str | Path) -> list[Path]:
     )
 
 
-def _is_disk_full(error: BaseException | None) -> bool:
+def is_disk_full(error: BaseException | None) -> bool:
     """Whether `error`, or an error it was raised while handling, says the disk is full (torch
     raises its own RuntimeError while handling the OSError of a full disk)."""
     while error is not None:
@@ -75,6 +113,15 @@ def _is_disk_full(error: BaseException | None) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+def disk_full_error(error: BaseException | None) -> OSError | None:
+    """The OSError of a full disk that `error` is, or was raised while handling; None if none."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _disk_full_message(destination: Path) -> str:

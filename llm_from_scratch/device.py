@@ -1,6 +1,9 @@
-"""The one device resolver: training, decoding and benchmarks all pick devices through it."""
+"""The one device resolver: training, decoding and benchmarks all pick devices through it; and
+the CPU threads training uses."""
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -18,3 +21,35 @@ def resolve_device(name: str, key: str = "device") -> torch.device:
     except (RuntimeError, AssertionError) as error:
         raise ConfigError(f"{key}={name!r} is not usable: {str(error).splitlines()[0]}") from None
     return device
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. under `taskset`)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def set_threads(threads: int | None) -> int:
+    """Set torch's CPU threads to `threads`; None: `$OMP_NUM_THREADS` when set (torchrun sets it
+    for several processes on one machine), else the usable cores. Returns the number set."""
+    if threads is None:
+        from_environment = os.environ.get("OMP_NUM_THREADS", "")
+        threads = int(from_environment) if from_environment.isdigit() else usable_cores()
+    torch.set_num_threads(max(1, threads))
+    return torch.get_num_threads()
+
+
+def contention(threads: int) -> str | None:
+    """A warning when the load average says other processes already keep the cores busy, so
+    `threads` more would share cores with them (each slowing the other); None otherwise."""
+    cores = usable_cores()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load < 1.0 or load + threads <= cores + 0.5:
+        return None
+    advice = "set training.threads lower, or run" if threads > 1 else "run"
+    return (
+        f"the load average is {load:.1f} on the {cores} cores this process may use: another "
+        f"process is busy on them, and training's {threads} thread(s) will share them (both run "
+        f"slower); {advice} one at a time"
+    )

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from llm_from_scratch.errors import ConfigError
+
 ROOT_VARIABLE = "LLM_FROM_SCRATCH_ROOT"
 
 
@@ -48,7 +50,20 @@ class PathsConfig:
         self.cache_dir = self.cache_dir or str(root / "data" / "cache")
         self.tokenizer_dir = self.tokenizer_dir or str(root / "data" / "tokenizers")
         self.runs_dir = self.runs_dir or str(root / "runs")
+        for key in ("root", "raw_dir", "cache_dir", "tokenizer_dir", "runs_dir", "run_dir"):
+            if getattr(self, key) is not None:
+                check_directory(Path(getattr(self, key)), f"paths.{key}")
 
     def run(self, name: str) -> Path:
         """The directory of the run called `name`."""
         return Path(self.runs_dir) / name
+
+
+def check_directory(path: Path, key: str) -> None:
+    """Refuse a directory setting `key` that names a file, or lies under one, before anything
+    is created there."""
+    for existing in (path, *path.parents):
+        if existing.exists():
+            if not existing.is_dir():
+                raise ConfigError(f"{key}={path} cannot be a directory: {existing} is a file")
+            return

@@ -8,6 +8,10 @@ sentences/s, failed requests, and the server's resident memory (RSS, Linux) befo
 
     .venv/bin/python scripts/load_test_serve.py [--clients 1 8 32] [--requests 8] [--texts 1]
         [--time-limit 120] [--input FILE] [-- --run NAME | --checkpoint PATH | serving.KEY=VALUE]
+
+`--abandon N` tests load shedding instead: N requests of the largest size the server allows
+(`max_texts` texts of `max_chars` characters, beam `max_beam`) given up after 1 s, then one
+one-word request; it prints how many were given up or refused and how long the word took.
 """
 
 from __future__ import annotations
@@ -105,6 +109,33 @@ def row(level: Level, requests: int, rss_before: float, rss_after: float) -> str
     return "| " + " | ".join(cells) + " |"
 
 
+async def abandon(url: str, requests: int) -> tuple[int, int]:
+    """`requests` requests of the largest size, given up after 1 s: (given up, refused)."""
+    limits = httpx.get(f"{url}/api/health", timeout=10).json()["limits"]
+    text = ("the cat sat on the mat and a dog ran to the park " * 100)[: limits["max_chars"]]
+    biggest = {"texts": [text] * limits["max_texts"], "beam": limits["max_beam"]}
+    async with httpx.AsyncClient(base_url=url, timeout=1.0) as http:
+        posts = (http.post("/api/translate", json=biggest) for _ in range(requests))
+        outcomes = await asyncio.gather(*posts, return_exceptions=True)
+    given_up = sum(isinstance(outcome, httpx.TimeoutException) for outcome in outcomes)
+    refused = sum(getattr(outcome, "status_code", 0) == 503 for outcome in outcomes)
+    return given_up, refused
+
+
+def one_word_after_abandoned(url: str, requests: int, limit_s: float) -> str:
+    given_up, refused = asyncio.run(abandon(url, requests))
+    start = time.perf_counter()
+    try:
+        status = httpx.post(f"{url}/api/translate", json={"texts": ["Hello."]}, timeout=limit_s)
+        answer = f"answered ({status.status_code}) in {time.perf_counter() - start:.2f} s"
+    except httpx.TimeoutException:
+        answer = f"not answered within {limit_s:g} s"
+    return (
+        f"{requests} largest requests: {given_up} given up after 1 s, {refused} refused (503); "
+        f"then a one-word request: {answer}"
+    )
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -131,6 +162,11 @@ def wait_until_up(url: str, server: subprocess.Popen, log: Path) -> None:
     sys.exit(f"error: the server did not answer within {START_S} s; see {log}")
 
 
+def read_texts(path: Path, per_request: int) -> list[list[str]]:
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [lines[i : i + per_request] for i in range(0, len(lines) - per_request + 1, per_request)]
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -139,6 +175,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=8, help="requests per client")
     parser.add_argument("--texts", type=int, default=1, help="sentences per request")
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per level")
+    parser.add_argument(
+        "--abandon", type=int, metavar="N", help="N largest requests given up, then one word"
+    )
     parser.add_argument(
         "--input",
         type=Path,
@@ -154,8 +193,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    lines = [line for line in args.input.read_text(encoding="utf-8").splitlines() if line.strip()]
-    texts = [lines[i : i + args.texts] for i in range(0, len(lines) - args.texts + 1, args.texts)]
+    texts = [] if args.abandon else read_texts(args.input, args.texts)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = Path(tempfile.mkdtemp(prefix="load_test_serve-")) / "server.log"
@@ -164,6 +202,9 @@ def main() -> None:
         server = subprocess.Popen([*command, "--port", str(port)], stdout=output, stderr=output)
     try:
         wait_until_up(url, server, log)
+        if args.abandon:
+            print(one_word_after_abandoned(url, args.abandon, args.time_limit), flush=True)
+            return
         asyncio.run(run_level(url, 1, 1, texts, args.time_limit))  # first-request set-up
         print(f"server: {' '.join(command[1:])} (log: {log})", file=sys.stderr)
         print("| " + " | ".join(COLUMNS) + " |")

@@ -5,6 +5,7 @@ do not fit are refused with one-line errors. (Resuming training: tests/training/
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -36,6 +37,7 @@ from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.tokenizer.file_format import TokenizerError, canonical_json
 from llm_from_scratch.training.config import TrainingConfig
 from tests.decoding.builders import (
     MISFIT_MESSAGES,
@@ -253,6 +255,22 @@ def test_altered_tokenizer_is_refused(checkpoints, tokenizer, tmp_path, side, al
         restore_for_inference(load_checkpoint(path), origin=str(path))
     with pytest.raises(CheckpointError, match=message):
         Translator.from_checkpoint(path, "cpu")
+
+
+def test_a_crafted_pattern_with_a_matching_hash_is_refused_before_it_runs(checkpoints, tmp_path):
+    """The hash sits beside the tokenizer: altering both passes the hash check, so the pattern
+    registry is what keeps a catastrophically backtracking pattern from running."""
+    state = load_checkpoint(checkpoints[2])
+    tokenizer_json = json.loads(state["tokenizers"]["src"])
+    tokenizer_json["pretokenizer"]["pattern"] = r"(?:a+)+b|\S+|\s+"
+    state["tokenizers"]["src"] = canonical_json(tokenizer_json)
+    state["tokenizer_hashes"]["src"] = hashlib.sha256(
+        state["tokenizers"]["src"].encode("utf-8")
+    ).hexdigest()
+    path = resaved(state, tmp_path / "crafted.pt")
+    with pytest.raises(TokenizerError, match="pattern is not one this code has shipped") as error:
+        Translator.from_checkpoint(path, "cpu")
+    assert "\n" not in str(error.value)
 
 
 @pytest.mark.parametrize("problem", sorted(MISFIT_MESSAGES))

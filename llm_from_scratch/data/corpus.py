@@ -16,6 +16,7 @@ import datasets
 import numpy as np
 from datasets.exceptions import DatasetGenerationError
 
+from llm_from_scratch.atomic import is_disk_full
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
@@ -235,6 +236,8 @@ def _load_file(builder: str, path: Path, paths: PathsConfig) -> datasets.Dataset
             builder, data_files=str(path), split="train", cache_dir=_hf_cache(paths)
         )
     except DatasetGenerationError as error:
+        if is_disk_full(error):  # writing datasets' cache, not reading `path`
+            raise
         _check_utf8(path)
         cause = error.__cause__ or error.__context__ or error
         raise CorpusError(f"{path} cannot be read: {str(cause).splitlines()[0]}") from None

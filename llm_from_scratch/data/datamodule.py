@@ -3,7 +3,9 @@
 Reading, tokenization and cleaning run once; the result is saved under
 `<paths.cache_dir>/tokenized/<name>-<key>/`, where the key hashes the tokenizers, every data
 setting outside `data.loading` (which only batches), and the raw files' sizes and times, so any
-change to them rebuilds it.
+change to them rebuilds it. A cache that fails to load or to check (a truncated or garbled file,
+token ids outside the vocabulary) is rebuilt, with a log line saying what was wrong. A build holds
+a file lock beside the cache, so a second run waits for it and loads its result.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import pyarrow.compute as pc
 import torch
 from torch.utils.data import DataLoader
 
+from llm_from_scratch.atomic import DiskFullError, build_lock, disk_full_in, is_disk_full
 from llm_from_scratch.data.batch import BPEDropout, Collator
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler
 from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokenize
@@ -113,11 +117,12 @@ def build_data(
     cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, paths: PathsConfig
 ) -> DataModule:
     """Read the fetched raw files, then tokenize and clean them (or load the cache)."""
-    raw = {split: load_split(cfg, split, paths) for split in SPLITS}
-    extra = load_extra_train(cfg, paths)
-    if extra is not None:
-        raw["train"] = datasets.concatenate_datasets([raw["train"], extra])
-    splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok, paths)
+    with disk_full_in(paths.cache_dir, "the data caches"):
+        raw = {split: load_split(cfg, split, paths) for split in SPLITS}
+        extra = load_extra_train(cfg, paths)
+        if extra is not None:
+            raw["train"] = datasets.concatenate_datasets([raw["train"], extra])
+        splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok, paths)
     return DataModule(cfg, src_tok, tgt_tok, splits, report)
 
 
@@ -131,11 +136,24 @@ def prepare_splits(
     """Tokenized splits (train cleaned) and the train cleaning report, cached on disk."""
     key = cache_key(cfg, src_tok, tgt_tok, paths)
     directory = Path(paths.cache_dir) / "tokenized" / f"{cfg.name}-{key}"
-    if (directory / "report.json").is_file():
-        splits = {split: datasets.load_from_disk(str(directory / split)) for split in SPLITS}
-        report = CleaningReport(**json.loads((directory / "report.json").read_text()))
-        logger.info("tokenized data loaded from %s; cleaning %s", directory, report.summary())
-        return splits, report
+    with build_lock(directory.with_name(f".{directory.name}.lock"), f"the cache {directory}"):
+        if (directory / "report.json").is_file():
+            cached = _load(directory, src_tok, tgt_tok)
+            if cached is not None:
+                logger.info(
+                    "tokenized data loaded from %s; cleaning %s", directory, cached[1].summary()
+                )
+                return cached
+        return _build(cfg, raw, src_tok, tgt_tok, directory)
+
+
+def _build(
+    cfg: DataConfig,
+    raw: dict[str, datasets.Dataset],
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    directory: Path,
+) -> tuple[dict[str, datasets.Dataset], CleaningReport]:
     sizes = ", ".join(f"{split} {len(raw[split]):,}" for split in SPLITS)
     logger.info("tokenizing and cleaning %s (%s pairs)", cfg.name, sizes)
     started = time.perf_counter()
@@ -184,6 +202,53 @@ def cache_key(cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, paths: Pa
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _load(
+    directory: Path, src_tok: Tokenizer, tgt_tok: Tokenizer
+) -> tuple[dict[str, datasets.Dataset], CleaningReport] | None:
+    """The cached splits and report; None, logged and the directory removed, when they cannot
+    be used."""
+    part = "report.json"
+    try:
+        report = CleaningReport(**json.loads((directory / part).read_text()))
+        report.summary()  # reads every field: a garbled report fails here
+        splits = {}
+        for part in SPLITS:
+            splits[part] = datasets.load_from_disk(str(directory / part))
+        problem = _problem(splits, report, src_tok, tgt_tok)
+    except Exception as error:  # pyarrow, json, datasets: whatever a damaged file raises
+        lines = str(error).strip().splitlines()
+        problem = f"{part}: {type(error).__name__}" + (f": {lines[0]}" if lines else "")
+    if problem is None:
+        return splits, report
+    logger.warning("the tokenized cache %s cannot be used (%s): rebuilding it", directory, problem)
+    shutil.rmtree(directory)
+    return None
+
+
+def _problem(
+    splits: dict[str, datasets.Dataset],
+    report: CleaningReport,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+) -> str | None:
+    """What makes loaded splits unusable, read through in C: ids outside the vocabularies,
+    lengths that disagree with the ids, a train split of other than the report's size."""
+    if len(splits["train"]) != report.kept:
+        return f"train has {len(splits['train'])} pairs, its report says {report.kept}"
+    for split, data in splits.items():
+        table = data.data.table
+        for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
+            ids = pc.list_flatten(table.column(f"{side}_ids"))
+            extremes = pc.min_max(ids)
+            low, high = extremes["min"].as_py(), extremes["max"].as_py()
+            if low is not None and not (low >= 0 and high < tok.vocab_size):
+                return f"{split} {side}_ids run {low} to {high}, outside 0 to {tok.vocab_size - 1}"
+            lengths = pc.list_value_length(table.column(f"{side}_ids"))
+            if not pc.all(pc.equal(lengths, table.column(f"{side}_len"))).as_py():
+                return f"{split} {side}_len disagrees with {side}_ids"
+    return None
+
+
 def _save(directory: Path, splits: dict[str, datasets.Dataset], report: CleaningReport) -> None:
     """Write into a temporary directory renamed at the end: a crash leaves no half cache."""
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -193,8 +258,14 @@ def _save(directory: Path, splits: dict[str, datasets.Dataset], report: Cleaning
             data.save_to_disk(str(staging / split))
         (staging / "report.json").write_text(json.dumps(asdict(report)))
         staging.rename(directory)
-    except OSError:
+    except OSError as error:
         shutil.rmtree(staging, ignore_errors=True)
+        if is_disk_full(error):
+            raise DiskFullError(
+                f"cannot save the tokenized cache {directory}: the disk is full "
+                f"({shutil.disk_usage(directory.parent).free:,} bytes free); nothing was kept. "
+                "Free some space and run the command again"
+            ) from None
         if not (directory / "report.json").is_file():  # not a concurrent run that won the race
             raise
     # The splits were tokenized in memory or in datasets' temporary files; reopen the saved

@@ -12,6 +12,7 @@ class Tokenizer(Protocol):
     pad_id: int
     bos_id: int
     eos_id: int
+    vocab_size: int  # ids run from 0 to vocab_size - 1
     hash: str  # identifies the vocabulary and merges: part of the tokenized-data cache key
 
     def normalize(self, text: str) -> str: ...

@@ -48,7 +48,7 @@ from llm_from_scratch.evaluation.report import (
     has_repeated_ngram,
     write_evaluation,
 )
-from llm_from_scratch.paths import PathsConfig, config_dir
+from llm_from_scratch.paths import PathsConfig, check_directory, config_dir
 from llm_from_scratch.programs.arguments import (
     DEFAULT_RUN,
     HYDRA_CFG_OPTIONS,
@@ -66,7 +66,6 @@ from llm_from_scratch.programs.arguments import (
     without_flags,
 )
 from llm_from_scratch.programs.common import (
-    check_output_dir,
     compose_config,
     exit_on_user_error,
     register_schema,
@@ -113,7 +112,7 @@ def evaluate(config: EvaluateConfig) -> int:
     checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
     default_dir = f"eval-{config.split}{'-ensemble' if config.ensemble else ''}"
     output_dir = Path(config.output_dir or checkpoint.parent / default_dir)
-    check_output_dir(output_dir, "output_dir")  # before decoding, which takes a while
+    check_directory(output_dir, "output_dir")  # before decoding, which takes a while
     restored = restore_models([checkpoint, *config.ensemble], resolve_device(config.device))
     for summary in restored.checkpoints:
         print(f"model: {summary}", file=sys.stderr)

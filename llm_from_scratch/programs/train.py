@@ -23,7 +23,7 @@ from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.device import resolve_device
+from llm_from_scratch.device import contention, resolve_device, set_threads
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.paths import PathsConfig, config_dir, project_root
 from llm_from_scratch.programs.common import exit_on_user_error, register_schema
@@ -89,6 +89,9 @@ def train(config: TrainConfig, launch: DictConfig | None = None) -> dict[str, fl
 
 
 def _train(config: TrainConfig, dist: Distributed, started_at: float) -> dict[str, float]:
+    warning = contention(set_threads(config.training.threads))
+    if warning is not None and dist.is_main:
+        logger.warning("%s", warning)
     datasets.disable_progress_bars()  # the log says what the data stage did
     if not dist.is_main:
         dist.barrier()  # let the main process train the tokenizers and fill the cache first

@@ -16,6 +16,7 @@ from pathlib import Path
 import hydra
 from omegaconf import MISSING, DictConfig
 
+from llm_from_scratch.atomic import build_lock
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.sources import fetch_dataset
@@ -117,8 +118,20 @@ def _load_or_train(
     label: str,
     normalization: str,
 ) -> BPETokenizer:
-    if path.is_file():
-        return BPETokenizer.load(path)
+    # Locked: a second run that needs this tokenizer waits for the first to train it, then loads it.
+    with build_lock(path.with_name(f".{path.name}.lock"), f"the tokenizer {path}"):
+        if path.is_file():
+            return BPETokenizer.load(path)
+        return _train(path, tok_cfg, texts, label, normalization)
+
+
+def _train(
+    path: Path,
+    tok_cfg: TokenizerConfig,
+    texts: Callable[[], list[str]],
+    label: str,
+    normalization: str,
+) -> BPETokenizer:
     logger.info("training the %s tokenizer: BPE, %s pieces", label, f"{tok_cfg.vocab_size:,}")
     started = time.perf_counter()
     sentences = texts()

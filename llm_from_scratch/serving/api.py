@@ -1,23 +1,31 @@
 """The FastAPI app: `POST /api/translate`, `GET /api/health`, the web page at `/`, the OpenAPI
-page at `/docs`. Every error answers `{"error": "<one line>"}`; a server error's traceback goes
-to the server's log only."""
+pages at `/docs` and `/redoc` (their scripts served from the `fastapi-offline` package, not a
+CDN). Every error answers `{"error": "<one line>"}`; a server error's traceback goes to the
+server's log only.
+
+Load is shed rather than queued without end: a body over `serving.max_body_bytes` is refused
+before it is read (413), a request that would queue more than `serving.max_queue` texts gets 503
+with `Retry-After`, as does one not answered within `serving.deadline_s`. A request whose client
+disconnects is dropped from the queue (and stops its batch when it was the batch's last)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from llm_from_scratch.serving.batcher import MicroBatcher
+from llm_from_scratch.serving.batcher import MicroBatcher, QueueFull
+from llm_from_scratch.serving.body_limit import BodyLimit
 from llm_from_scratch.serving.config import ServingConfig
 from llm_from_scratch.serving.service import (
     ModelInfo,
@@ -28,6 +36,8 @@ from llm_from_scratch.serving.service import (
 
 STATIC = Path(__file__).resolve().parent / "static"
 SERVER_ERROR = "internal server error (the server's log has the details)"
+CLIENT_GONE = 499  # nginx's status for a client that closed the connection; no one reads it
+T = TypeVar("T")
 
 
 class TranslateRequest(BaseModel):
@@ -56,7 +66,9 @@ class ErrorResponse(BaseModel):
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorResponse, "description": "The body is not UTF-8 JSON"},
+    413: {"model": ErrorResponse, "description": "The body is over serving.max_body_bytes"},
     422: {"model": ErrorResponse, "description": "A field of the wrong type or out of limits"},
+    503: {"model": ErrorResponse, "description": "Busy: the queue is full or the deadline passed"},
     500: {"model": ErrorResponse, "description": "Server error"},
 }
 
@@ -64,9 +76,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 class RequestError(Exception):
     """A request the server refuses: answered with `status` and the message as the error."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.headers = headers
 
 
 def check_request(request: TranslateRequest, limits: ServingConfig, default_beam: int) -> Search:
@@ -103,8 +116,41 @@ def validation_message(errors: Sequence[Any]) -> str:
     return f"{where.removeprefix('.body').removeprefix('.') or 'body'}: {error['msg']}{more}"
 
 
+async def answer_while_wanted(
+    request: Request, work: Awaitable[T], deadline_s: float, retry_after_s: Callable[[], int]
+) -> T:
+    """`work`'s result, unless the client disconnects or `deadline_s` passes first: `work` is
+    then cancelled, which drops its job from the queue."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        done, _ = await asyncio.wait(
+            {task, gone}, timeout=deadline_s, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        gone.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    if gone in done:
+        raise RequestError(CLIENT_GONE, "the client closed the connection")
+    raise RequestError(
+        503,
+        f"not translated within serving.deadline_s={deadline_s:g} s: the server is busy",
+        {"Retry-After": str(retry_after_s())},
+    )
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client disconnects (the body has been read: what comes is the end)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 def create_app(service: TranslationService, limits: ServingConfig) -> FastAPI:
-    batcher = MicroBatcher(service.translate, limits.batch_tokens, limits.batch_wait_ms / 1000)
+    batcher = MicroBatcher(
+        service.translate, limits.batch_tokens, limits.batch_wait_ms / 1000, limits.max_queue
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -114,17 +160,22 @@ def create_app(service: TranslationService, limits: ServingConfig) -> FastAPI:
         with suppress(asyncio.CancelledError):
             await worker
 
-    app = FastAPI(
+    app = FastAPIOffline(
         title="llm-from-scratch translation",
         description="English→Japanese translation with a model trained from scratch.",
         lifespan=lifespan,
     )
 
     @app.post("/api/translate", responses=ERRORS)
-    async def translate(request: TranslateRequest) -> TranslateResponse:
+    async def translate(request: TranslateRequest, http: Request) -> TranslateResponse:
         search = check_request(request, limits, service.info.beam)
-        tokens = sum(service.source_tokens(text) for text in request.texts)
-        translations = await batcher.submit(search, request.texts, tokens)
+        batcher.check_room(len(request.texts))  # before tokenizing: a refusal costs nothing
+        # Off the event loop, which keeps answering other requests meanwhile.
+        tokens = await asyncio.to_thread(service.source_tokens, request.texts)
+        submitted = batcher.submit(search, request.texts, tokens)
+        translations = await answer_while_wanted(
+            http, submitted, limits.deadline_s, batcher.retry_after_s
+        )
         return TranslateResponse(translations=translations, model=service.info)
 
     @app.get("/api/health")
@@ -137,9 +188,16 @@ def create_app(service: TranslationService, limits: ServingConfig) -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+
     @app.exception_handler(RequestError)
     async def refused(request: Request, error: RequestError) -> JSONResponse:
-        return JSONResponse({"error": str(error)}, status_code=error.status)
+        return JSONResponse({"error": str(error)}, status_code=error.status, headers=error.headers)
+
+    @app.exception_handler(QueueFull)
+    async def busy(request: Request, error: QueueFull) -> JSONResponse:
+        headers = {"Retry-After": str(error.retry_after_s)}
+        return JSONResponse({"error": str(error)}, status_code=503, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:

@@ -3,10 +3,13 @@ request, their cross-attention, from one loaded `Translator`, and the facts abou
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 
+import torch
+
 from llm_from_scratch.decoding.translator import Candidate, Translator
-from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.model.transformer import Decoder, Encoder, Seq2SeqTransformer
 from llm_from_scratch.training.attention_figure import piece_label, teacher_forced_attention
 
 WEIGHT_DECIMALS = 3  # attention weights in JSON: enough for a heatmap, a third of the size
@@ -56,6 +59,10 @@ class ModelInfo:
     beam: int  # a request's default beam size
 
 
+class Abandoned(Exception):
+    """Every request of the batch being decoded went away: the decoding stopped."""
+
+
 class TranslationService:
     def __init__(self, translator: Translator, run: str | None) -> None:
         self.translator = translator
@@ -70,12 +77,32 @@ class TranslationService:
             beam=translator.decode.beam_size,
         )
         self._translators = {(translator.decode.beam_size, translator.decode.nbest): translator}
+        # Checked at each encoder and decoder call, i.e. between decoding steps: a batch whose
+        # requests all went away stops there instead of decoding to its end.
+        self._stop: threading.Event | None = None
+        for module in translator.model.modules():
+            if isinstance(module, (Encoder, Decoder)):
+                module.register_forward_pre_hook(self._stop_if_abandoned)
 
-    def source_tokens(self, text: str) -> int:
-        """About the source tokens `text` decodes to: what it counts against a batch's budget."""
-        return len(self.translator.src_tok.encode(text)) + 1  # + EOS
+    def source_tokens(self, texts: list[str]) -> int:
+        """About the source tokens `texts` decode to: what they count against a batch's budget."""
+        return sum(len(self.translator.src_tok.encode(text)) + 1 for text in texts)  # + EOS
 
-    def translate(self, search: Search, texts: list[str]) -> list[ServedTranslation]:
+    def translate(
+        self, search: Search, texts: list[str], stop: threading.Event | None = None
+    ) -> list[ServedTranslation]:
+        """The translations of `texts`; `Abandoned` as soon as `stop` is set."""
+        self._stop = stop
+        try:
+            return self._translate(search, texts)
+        finally:
+            self._stop = None
+
+    def _stop_if_abandoned(self, module: torch.nn.Module, args: object) -> None:
+        if self._stop is not None and self._stop.is_set():
+            raise Abandoned
+
+    def _translate(self, search: Search, texts: list[str]) -> list[ServedTranslation]:
         translations = self._translator(search.beam, search.nbest).translate(texts)
         served = []
         for text, translation in zip(texts, translations, strict=True):

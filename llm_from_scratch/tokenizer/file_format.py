@@ -6,19 +6,19 @@
      "merges": [[id, id], ...], "training_options": {"vocab_size": 8000, ...}}
 
 The pattern is stored, not only its name, so a file keeps encoding the same way when the code's
-patterns change. Files are written in canonical form (sorted keys, no spaces), so the sha256 of
-the file is the tokenizer's `hash`.
+patterns change; it is compiled only if it is one of `pretokenize.SHIPPED_PATTERNS` (any other
+is refused: a pattern is code that runs on every text). Files are written in canonical form
+(sorted keys, no spaces), so the sha256 of the file is the tokenizer's `hash`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.tokenizer.pretokenize import NORMALIZATIONS
+from llm_from_scratch.tokenizer.pretokenize import NORMALIZATIONS, shipped_version
 from llm_from_scratch.tokenizer.special_tokens import RESERVED
 
 FORMAT = "llm-from-scratch-bpe"
@@ -75,10 +75,11 @@ def parse(text: str, origin: str) -> dict[str, Any]:
         and isinstance(pretokenizer.get("pattern"), str)
     ):
         raise fail('"pretokenizer" must be {"name": str, "pattern": str}')
-    try:
-        re.compile(pretokenizer["pattern"])
-    except re.error as error:
-        raise fail(f"pre-tokenizer pattern does not compile ({error})") from None
+    if shipped_version(pretokenizer["name"], pretokenizer["pattern"]) is None:
+        raise fail(
+            f"its {pretokenizer['name']!r} pre-tokenizer pattern is not one this code has "
+            "shipped (altered, or from a newer version), and an unknown pattern is never run"
+        )
 
     special_tokens = data["special_tokens"]
     if not _all_str(special_tokens) or list(special_tokens[: len(RESERVED)]) != list(RESERVED):

@@ -31,13 +31,35 @@ _ENGLISH_AND_REST = (
     r"|\s+(?!\S)|\s+"  # whitespace; a run before a word leaves its last space to the word
 )
 
-PRETOKENIZERS = {
+# Every pattern the project has shipped, by name and version. A tokenizer file stores its
+# pattern, and `file_format` compiles it only if it is one of these: a pattern runs on every text
+# encoded, and a crafted one can backtrack for minutes on a short request. To change a pattern,
+# add a version; never edit a shipped one, so that files trained with it keep encoding as they
+# did (tests/tokenizer/test_pretokenize.py pins each shipped pattern's digest).
+SHIPPED_PATTERNS: dict[tuple[str, int], str] = {
     # Every script change is a boundary: 私 | は | テニス | 部員 | です | 。
-    "script": rf" ?[{KANJI}]+| ?[{HIRAGANA}]+| ?[{KATAKANA}]+|{_ENGLISH_AND_REST}",
+    ("script", 1): rf" ?[{KANJI}]+| ?[{HIRAGANA}]+| ?[{KATAKANA}]+|{_ENGLISH_AND_REST}",
     # As "script", but a kanji run keeps the hiragana after it (okurigana, particles):
     # 私は | テニス | 部員です | 。
-    "okurigana": rf" ?[{KANJI}]+[{HIRAGANA}]*| ?[{HIRAGANA}]+| ?[{KATAKANA}]+|{_ENGLISH_AND_REST}",
+    ("okurigana", 1): (
+        rf" ?[{KANJI}]+[{HIRAGANA}]*| ?[{HIRAGANA}]+| ?[{KATAKANA}]+|{_ENGLISH_AND_REST}"
+    ),
 }
+
+# What a tokenizer is trained with: each name's latest version.
+PRETOKENIZERS = {
+    name: SHIPPED_PATTERNS[name, max(v for n, v in SHIPPED_PATTERNS if n == name)]
+    for name, _ in SHIPPED_PATTERNS
+}
+
+
+def shipped_version(name: str, pattern: str) -> int | None:
+    """The version of pre-tokenizer `name` whose pattern is `pattern`; None if none is."""
+    for (shipped_name, version), shipped in SHIPPED_PATTERNS.items():
+        if shipped_name == name and shipped == pattern:
+            return version
+    return None
+
 
 NORMALIZATIONS = ("none", "nfkc")
 

@@ -79,6 +79,7 @@ class TrainingConfig:
     device: str = "auto"  # auto: CUDA when available, else CPU
     precision: str = "auto"
     compile: bool = False
+    threads: int | None = None  # CPU threads; null: $OMP_NUM_THREADS, else the usable cores
     max_steps: int = 10_000
     max_epochs: int | None = None
     # A wall-clock budget (`1800`, `30m`, `1h`), setup included, that the run's schedule is
@@ -116,7 +117,7 @@ class TrainingConfig:
         for key in ("keep_snapshots", "warmup_steps"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 0")
-        for key in ("max_epochs", "patience"):
+        for key in ("max_epochs", "patience", "threads"):
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 1")
         if self.dev_bleu_sentences < 1:

@@ -19,6 +19,7 @@ class WordTokenizer:
     """One token per whitespace-separated word, so expected lengths are easy to count by eye."""
 
     pad_id, bos_id, eos_id = 0, 1, 2
+    vocab_size = 100  # 3 specials, 97 word ids
     hash = "word-tokenizer-v1"
 
     def __init__(self) -> None:

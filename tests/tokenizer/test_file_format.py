@@ -10,6 +10,7 @@ import pytest
 
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.file_format import TokenizerError
+from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS
 
 TEXTS = ["The cat sat on the mat.", "猫がマットの上に座った。", "tabs\tand  spaces, ﾊﾝｶｸ"] * 4
 
@@ -65,7 +66,15 @@ def rewrite(path: Path, **changes: object) -> None:
         ({"version": 2}, "format version 2; this code reads version 1"),
         ({"format": "sentencepiece"}, '"format" must be'),
         ({"normalization": "nfd"}, "unknown normalization 'nfd'"),
-        ({"pretokenizer": {"name": "x", "pattern": "("}}, "pattern does not compile"),
+        ({"pretokenizer": {"name": "x", "pattern": "("}}, "'x' pre-tokenizer pattern is not one"),
+        (  # a shipped pattern under another name
+            {"pretokenizer": {"name": "script", "pattern": PRETOKENIZERS["okurigana"]}},
+            "'script' pre-tokenizer pattern is not one this code has shipped",
+        ),
+        (  # catastrophic backtracking: never compiled, let alone run
+            {"pretokenizer": {"name": "okurigana", "pattern": r"(?:a+)+b|\S+|\s+"}},
+            "'okurigana' pre-tokenizer pattern is not one this code has shipped",
+        ),
         ({"special_tokens": ["<bos>", "<pad>", "<eos>"]}, "starting with"),
         ({"alphabet": ["ab"]}, "single characters"),
         ({"alphabet": ["a", "a"]}, "lists a character twice"),

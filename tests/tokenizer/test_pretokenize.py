@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalizer
+from llm_from_scratch.tokenizer.pretokenize import (
+    PRETOKENIZERS,
+    SHIPPED_PATTERNS,
+    normalizer,
+    shipped_version,
+)
 
 ANY_STR = st.text(st.characters(blacklist_categories=()))  # surrogates and controls too
 
@@ -40,3 +46,26 @@ def test_golden_pieces(name: str, text: str, pieces: list[str]) -> None:
 def test_nfkc_folds_full_width_forms_and_none_keeps_them() -> None:
     assert normalizer("nfkc")("ＡＢＣ１２３ｶﾀｶﾅ") == "ABC123カタカナ"
     assert normalizer("none")("ＡＢＣ") == "ＡＢＣ"
+
+
+# sha256 of each pattern as it shipped (git history of pretokenize.py): a shipped pattern never
+# changes, or files trained with it would encode differently.
+SHIPPED_DIGESTS = {
+    ("script", 1): "5ea4936122a93e15a77813351fbf7c8cea6fdeb896cb76d0e10735ced7fa99f4",
+    ("okurigana", 1): "71f8b062be16253734cec7b3b9179dfa4920e2741e2e47c19b61bf6223fe7d67",
+}
+
+
+def test_every_shipped_pattern_is_kept_unchanged() -> None:
+    digests = {
+        key: hashlib.sha256(pattern.encode("utf-8")).hexdigest()
+        for key, pattern in SHIPPED_PATTERNS.items()
+    }
+    assert {key: digests.get(key) for key in SHIPPED_DIGESTS} == SHIPPED_DIGESTS
+
+
+def test_new_tokenizers_use_each_names_latest_version() -> None:
+    for name, pattern in PRETOKENIZERS.items():
+        latest = max(version for shipped, version in SHIPPED_PATTERNS if shipped == name)
+        assert shipped_version(name, pattern) == latest
+    assert shipped_version("okurigana", PRETOKENIZERS["script"]) is None

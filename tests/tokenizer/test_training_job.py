@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -173,6 +175,25 @@ def test_load_or_train_trains_once_then_loads(tiny_corpus) -> None:
     (Path(paths.raw_dir) / data.name / "train.tsv").unlink()  # loading must not read the split
     again = load_or_train_tokenizers(data, tok_cfg, paths)
     assert (again[0].hash, again[1].hash) == (src.hash, tgt.hash)
+
+
+def test_two_runs_needing_a_fresh_tokenizer_train_it_once(tiny_corpus, monkeypatch) -> None:
+    data, paths = tiny_corpus
+    tok_cfg = TokenizerConfig(vocab_size=300)
+    trained = []
+    train = BPETokenizer.train.__func__
+
+    def slow_train(cls, *args, **kwargs):
+        trained.append(kwargs["normalization"])
+        time.sleep(0.3)  # long enough for the other run to arrive meanwhile
+        return train(cls, *args, **kwargs)
+
+    monkeypatch.setattr(BPETokenizer, "train", classmethod(slow_train))
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(load_or_train_tokenizers, data, tok_cfg, paths) for _ in range(2)]
+        (src, tgt), (src_again, tgt_again) = (run.result() for run in runs)
+    assert len(trained) == 2  # source and target, once each
+    assert (src.hash, tgt.hash) == (src_again.hash, tgt_again.hash)
 
 
 def test_the_target_side_keeps_the_corpus_forms_and_the_source_side_folds_them(

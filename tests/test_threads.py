@@ -1,0 +1,72 @@
+"""training.threads: torch's CPU threads, by default the cores the process may use; a warning
+when the load average says other processes keep those cores busy."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from llm_from_scratch.device import contention, set_threads, usable_cores
+from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.programs import train as program
+from llm_from_scratch.programs.common import compose_config
+from llm_from_scratch.training.config import TrainingConfig
+
+
+@pytest.fixture(autouse=True)
+def restore_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_threads_default_to_omp_num_threads_else_the_usable_cores(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert set_threads(None) == torch.get_num_threads() == 1
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    assert usable_cores() == 3
+    assert set_threads(None) == torch.get_num_threads() == 3
+    assert set_threads(2) == torch.get_num_threads() == 2
+
+
+def test_a_busy_machine_is_named_in_a_warning(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.1, 1.0, 0.5))
+    warning = contention(2)
+    assert warning is not None and warning.startswith(
+        "the load average is 2.1 on the 2 cores this process may use: another process is busy"
+    )
+    assert "set training.threads lower" in warning
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 1.0, 0.5))
+    assert contention(2) is None  # an idle machine
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 0.5))
+    assert contention(1) is None  # one busy core, one thread: room for both
+
+
+def test_threads_must_be_positive():
+    assert TrainingConfig(threads=3).threads == 3
+    with pytest.raises(ConfigError, match=r"training\.threads=0 must be at least 1"):
+        TrainingConfig(threads=0)
+
+
+def test_the_train_program_sets_them_and_warns_where_training_starts(tmp_path, monkeypatch, caplog):
+    config = compose_config(
+        "train", ["experiment=smoke", "training.threads=3", f"paths.root={tmp_path}"],
+        program.TrainConfig,
+    )  # fmt: skip
+
+    class Prepared(Exception):
+        """Raised where the data would be prepared: the threads are set by then."""
+
+    def prepare_data(config):
+        raise Prepared
+
+    monkeypatch.setattr(program, "prepare_data", prepare_data)
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))
+    with caplog.at_level("WARNING"), pytest.raises(Prepared):
+        program.train(config)
+    assert torch.get_num_threads() == 3
+    assert "the load average is 9.0" in caplog.text
