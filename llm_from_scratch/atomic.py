@@ -59,10 +59,11 @@ def atomic_writer(destination: str | Path) -> Iterator[IO[bytes]]:
 
 
 @contextmanager
-def build_lock(lock_file: Path, what: str) -> Iterator[None]:
-    """Hold an OS lock (flock) on `lock_file` for the block, waiting while another process holds
-    it: a second run that needs `what` waits for the first to build it, then finds it built. The
-    OS releases the lock however the holder ends."""
+def build_lock(built: Path, what: str) -> Iterator[None]:
+    """Hold an OS lock (flock) on `.<name>.lock` beside `built` for the block, waiting while
+    another process holds it: a second run that needs `what` waits for the first to build it, then
+    finds it built. The OS releases the lock however the holder ends."""
+    lock_file = built.with_name(f".{built.name}.lock")
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("a") as file:
         try:

@@ -136,7 +136,7 @@ def prepare_splits(
     """Tokenized splits (train cleaned) and the train cleaning report, cached on disk."""
     key = cache_key(cfg, src_tok, tgt_tok, paths)
     directory = Path(paths.cache_dir) / "tokenized" / f"{cfg.name}-{key}"
-    with build_lock(directory.with_name(f".{directory.name}.lock"), f"the cache {directory}"):
+    with build_lock(directory, f"the cache {directory}"):
         if (directory / "report.json").is_file():
             cached = _load(directory, src_tok, tgt_tok)
             if cached is not None:

@@ -119,7 +119,7 @@ def _load_or_train(
     normalization: str,
 ) -> BPETokenizer:
     # Locked: a second run that needs this tokenizer waits for the first to train it, then loads it.
-    with build_lock(path.with_name(f".{path.name}.lock"), f"the tokenizer {path}"):
+    with build_lock(path, f"the tokenizer {path}"):
         if path.is_file():
             return BPETokenizer.load(path)
         return _train(path, tok_cfg, texts, label, normalization)
