@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import dataclass, field
+
+from omegaconf import MISSING
 
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.decoding.config import DecodingConfig
@@ -134,27 +135,19 @@ class TrainingConfig:
             raise ConfigError(f"training.label_smoothing={self.label_smoothing} must be in [0, 1)")
 
 
-class RunConfig(Protocol):
-    """What training reads of a run's config: the train program's schema has these sections."""
+@dataclass
+class TrainConfig:
+    """`configs/train.yaml`: a run's whole config, stored in its checkpoints."""
 
-    name: str
-    paths: PathsConfig
-    data: DataConfig
-    tokenizer: TokenizerConfig
-    model: ModelConfig
-    training: TrainingConfig
-    decoding: DecodingConfig
+    name: str = "default"  # names the run directory, <paths.runs_dir>/<name>/
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    data: DataConfig = MISSING
+    tokenizer: TokenizerConfig = MISSING
+    model: ModelConfig = MISSING
+    training: TrainingConfig = MISSING
+    decoding: DecodingConfig = MISSING
 
-
-def trained_model(config: RunConfig, short: bool) -> ModelConfig:
-    """The model a run of `config` trains: `model`, or for a short run (`short`) the short
-    recipe's version of it, with its dropout and layer counts."""
-    recipe = config.training.short_run if short else None
-    if recipe is None:
-        return config.model
-    return replace(
-        config.model,
-        dropout=recipe.dropout,
-        n_encoder_layers=recipe.n_encoder_layers or config.model.n_encoder_layers,
-        n_decoder_layers=recipe.n_decoder_layers or config.model.n_decoder_layers,
-    )
+    def __post_init__(self) -> None:
+        short = self.training.short_run
+        if short is not None and short.batch_tokens is not None:
+            self.data.check_batch_tokens(short.batch_tokens, "training.short_run.batch_tokens")

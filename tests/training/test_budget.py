@@ -10,7 +10,7 @@ import torch
 
 from llm_from_scratch.checkpoint import load_checkpoint, restore_for_inference
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.training import trainer as trainer_module
+from llm_from_scratch.training import planner as planner_module
 from llm_from_scratch.training.budget import (
     SAFETY_MARGIN,
     Costs,
@@ -25,7 +25,7 @@ from llm_from_scratch.training.optim import lr_multiplier
 from llm_from_scratch.training.run_dir import FinishedRunError, finished_run
 from llm_from_scratch.training.trainer import Trainer
 
-from .test_trainer import crashing_after_step, fp32
+from .test_trainer import Run, crashing_after_step, fp32
 
 DEFAULT = TrainingConfig(
     max_steps=4200, warmup_steps=600, eval_every=500, save_every=250, keep_snapshots=5
@@ -177,7 +177,7 @@ def budgeted(config, run_dir: Path, **changes):
 def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path, caplog):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
-    trainer = Trainer(budgeted(config, tmp_path / "budget", max_time="21"), data, clock=FakeClock())
+    trainer = Run(budgeted(config, tmp_path / "budget", max_time="21"), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     schedule = trainer.schedule
@@ -208,7 +208,7 @@ def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
     short = ShortRunConfig(max_steps=60, lr=3e-3, dropout=0.0, warmup=0.2, save_every=0.25)
-    trainer = Trainer(
+    trainer = Run(
         budgeted(config, tmp_path / "budget", max_time="21", short_run=short),
         data,
         clock=FakeClock(),
@@ -243,7 +243,7 @@ def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
 
     monkeypatch.setattr(type(data), "train_loader", spy)
     settings = {"max_time": "35", "max_steps": 200, "short_run": short}
-    trainer = Trainer(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
+    trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     steps = trainer.schedule.steps
@@ -284,7 +284,7 @@ def test_a_budgeted_short_run_longer_than_the_recipes_step_budget_is_reproducibl
     config, data, _ = copy_task
     short = ShortRunConfig(max_steps=10, min_default_steps=1000, batch_tokens=300, save_every=0.25)
     settings = {"max_time": "35", "max_steps": 200, "short_run": short}
-    trainer = Trainer(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
+    trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     steps = trainer.schedule.steps
@@ -307,7 +307,7 @@ def test_where_a_default_plan_falls_below_its_floor_the_short_recipe_fills_the_b
     config, data, _ = copy_task
     short = ShortRunConfig(max_steps=5, min_default_steps=min_default_steps, save_every=0.5)
     settings = {"max_time": "35", "max_steps": 200, "short_run": short}
-    trainer = Trainer(budgeted(config, tmp_path, **settings), data, clock=FakeClock())
+    trainer = Run(budgeted(config, tmp_path, **settings), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     steps = trainer.schedule.steps
@@ -326,7 +326,7 @@ def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
     settings = {"max_time": "40", "warmup_steps": 24}
     clock = StepClock(monkeypatch, probe_step=1.0, run_step=1.2)
-    straight = Trainer(budgeted(config, tmp_path / "straight", **settings), data, clock=clock)
+    straight = Run(budgeted(config, tmp_path / "straight", **settings), data, clock=clock)
     straight.fit()
     schedule = straight.schedule
     assert straight.progress.planned_warmup == schedule.warmup_steps  # it planned again
@@ -336,11 +336,11 @@ def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
     crash_at = (schedule.warmup_steps // schedule.save_every + 1) * schedule.save_every + 1
     assert crash_at < schedule.steps
     with crashing_after_step(monkeypatch, crash_at):  # the probe's updates leave step at 0
-        Trainer(resumed_cfg, data, clock=StepClock(monkeypatch, 1.0, 1.2)).fit()
+        Run(resumed_cfg, data, clock=StepClock(monkeypatch, 1.0, 1.2)).fit()
     # A resumed run does not plan again, however long its start took this time.
     slow_start = FakeClock()
     slow_start.now = 10_000.0
-    resumed = Trainer(resumed_cfg, data, clock=slow_start, started_at=0.0)
+    resumed = Run(resumed_cfg, data, clock=slow_start, started_at=0.0)
     resumed.fit()
     assert resumed.schedule == schedule and resumed.progress.step == schedule.steps
     assert_same_weights(resumed, straight, atol=1e-6)
@@ -354,7 +354,7 @@ def test_the_run_plans_again_at_the_warmups_end_from_its_own_steps(
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
     settings = {"max_time": "40", "warmup_steps": 24}
     clock = StepClock(monkeypatch, probe_step=1.0, run_step=run_step)
-    trainer = Trainer(budgeted(config, tmp_path / "budget", **settings), data, clock=clock)
+    trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=clock)
     with caplog.at_level("INFO"):
         trainer.fit()
     first = Schedule.of(trainer.cfg, int(caplog.text.split("planned ")[1].split()[0]))
@@ -416,9 +416,9 @@ def test_the_probe_prices_the_test_decoding_in_validations(copy_task, tmp_path, 
         shares.append(args[5])
         return measure_costs(*args)
 
-    monkeypatch.setattr(trainer_module, "measure_costs", spy)
+    monkeypatch.setattr(planner_module, "measure_costs", spy)
     settings = {"max_time": "1h", "max_steps": 2, "warmup_steps": 1, "dev_bleu_sentences": 8}
-    Trainer(budgeted(config, tmp_path, **settings), data).fit()
+    Run(budgeted(config, tmp_path, **settings), data).fit()
     dev_tokens = sum(data.splits["dev"]["tgt_len"][:8])  # the dev sentences a validation decodes
     assert shares == [sum(data.splits["test"]["tgt_len"]) / dev_tokens]
 
@@ -436,7 +436,7 @@ def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
         max_steps=60, dropout=0.0, n_encoder_layers=2, n_decoder_layers=3, save_every=0.5
     )
     cfg = budgeted(config, tmp_path, max_steps=6, short_run=short, keep_snapshots=2)
-    trainer = Trainer(cfg, data)
+    trainer = Run(cfg, data)
     trainer.fit()
     assert (config.model.n_encoder_layers, config.model.n_decoder_layers) == (1, 1)
     assert layer_counts(trainer.model) == (2, 3)
@@ -461,15 +461,14 @@ def test_a_resumed_planned_short_run_rebuilds_its_model_and_equals_an_uninterrup
     config, data, _ = copy_task
     short = ShortRunConfig(max_steps=150, lr=3e-3, batch_tokens=300, save_every=0.25)
     settings = {"max_time": "35", "max_steps": 200, "short_run": short}
-    straight = Trainer(budgeted(config, tmp_path / "straight", **settings), data, clock=FakeClock())
+    straight = Run(budgeted(config, tmp_path / "straight", **settings), data, clock=FakeClock())
     straight.fit()
     assert straight.schedule.short and layer_counts(straight.model) == (2, 2)
 
     resumed_cfg = budgeted(config, tmp_path / "resumed", **settings)
     with crashing_after_step(monkeypatch, straight.schedule.save_every + 1):
-        Trainer(resumed_cfg, data, clock=FakeClock()).fit()
-    resumed = Trainer(resumed_cfg, data, clock=FakeClock())
-    assert layer_counts(resumed.model) == (1, 1)  # the command's model, until last.pt's plan
+        Run(resumed_cfg, data, clock=FakeClock()).fit()
+    resumed = Run(resumed_cfg, data, clock=FakeClock())
     resumed.fit()
     assert resumed.progress.step == straight.schedule.steps
     for ours, theirs in zip(resumed.model.parameters(), straight.model.parameters(), strict=True):
