@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import typing
 from pathlib import Path
 
 import pytest
+from omegaconf import DictConfig, OmegaConf
 
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import project_root
@@ -104,6 +107,38 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
 def test_invalid_values_are_named(compose_config, overrides, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         to_schema(compose_config("train", overrides), TrainConfig)
+
+
+@pytest.mark.parametrize("group", ["paths", "tokenizer", "model", "training", "decoding"])
+def test_the_option_train_yaml_picks_holds_its_schemas_defaults(group):
+    """One source of defaults: a library user building a schema gets what `make train` gets.
+    (`data` options describe datasets: files, languages, formats, which no default can.)"""
+    choices = {
+        key: value
+        for entry in OmegaConf.load(CONFIG_DIR / "train.yaml").defaults
+        if isinstance(entry, DictConfig)
+        for key, value in entry.items()
+    }
+    schema = typing.get_type_hints(TrainConfig)[group]
+    option = OmegaConf.load(CONFIG_DIR / group / f"{choices[group]}.yaml")
+    assert to_schema(option, schema) == schema()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "+training.max_step=100",
+            "training.max_step is not a training setting; did you mean training.max_steps?",
+        ),
+        ("+model.d_modl=3", "model.d_modl is not a model setting; did you mean model.d_model?"),
+        ("+training.short_run.lrr=3", "did you mean training.short_run.lr?"),
+        ("+nmae=x", "nmae is not a setting; did you mean name?"),
+    ],
+)
+def test_keys_added_with_plus_are_refused_naming_the_closest(compose_config, override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        to_schema(compose_config("train", [override]), TrainConfig)
 
 
 def test_unknown_key_is_rejected_at_composition(compose_config):

@@ -76,30 +76,34 @@ class ShortRunConfig:
 
 @dataclass
 class TrainingConfig:
+    """The `training` group; `configs/training/default.yaml` holds these same values (a test
+    checks), with why each is what it is."""
+
     seed: int = 1234
     device: str = "auto"  # auto: CUDA when available, else CPU
     precision: str = "auto"
     compile: bool = False
-    max_steps: int = 10_000
+    max_steps: int = 4200
     max_epochs: int | None = None
     # A wall-clock budget (`1800`, `30m`, `1h`), setup included, that the run's schedule is
     # planned to fit (training/budget.py); null trains exactly `max_steps` on any machine.
-    max_time: str | None = None
+    max_time: str | None = "30m"
     lr: float = 1e-3
     weight_decay: float = 0.01
-    schedule: str = "inverse_sqrt"
-    warmup_steps: int = 1000
+    schedule: str = "cosine"
+    warmup_steps: int = 600
     label_smoothing: float = 0.1
     accumulation_steps: int = 1
     clip_norm: float = 1.0
     eval_every: int = 500
-    save_every: int = 500
-    keep_snapshots: int = 0  # weight-only snapshots kept (one per save_every); ≥ 2: averaged.pt
+    save_every: int = 250
+    keep_snapshots: int = 5  # weight-only snapshots kept (one per save_every); ≥ 2: averaged.pt
     patience: int | None = None  # evaluations without a dev-BLEU improvement before stopping
     log_every: int = 50
     dev_bleu_sentences: int = 500  # dev pairs decoded (greedy) for BLEU at each evaluation
     max_nonfinite: int = 20  # consecutive skipped updates (non-finite loss or gradient) tolerated
-    short_run: ShortRunConfig | None = None  # null: every run length trains the recipe above
+    # null: every run length trains the recipe above
+    short_run: ShortRunConfig | None = field(default_factory=ShortRunConfig)
 
     @property
     def budget_seconds(self) -> float | None:

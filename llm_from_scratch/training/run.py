@@ -15,7 +15,7 @@ from llm_from_scratch.training.final import final_model
 from llm_from_scratch.training.planner import BudgetPlanner
 from llm_from_scratch.training.report import FinalModel
 from llm_from_scratch.training.run_dir import load_last
-from llm_from_scratch.training.state import Progress
+from llm_from_scratch.training.state import SavedRun
 from llm_from_scratch.training.trainer import Trainer
 
 
@@ -40,9 +40,12 @@ def train_run(
     dist = dist or Distributed()
     planner = BudgetPlanner(config, data, dist, clock, started_at, keep_model)
     run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
-    plan = planner.plan(saved_progress(run_dir))
+    saved = saved_run(run_dir)
+    plan = planner.plan(saved.progress if saved is not None else None)
     replan = planner.replan if planner.costs is not None else None
     trainer = Trainer(config, data, plan, dist, clock=clock, replan=replan)
+    if saved is not None and saved.finished:
+        return TrainedRun(trainer, trainer.fit(), None)  # which checks the stopping settings
     log = trainer.run_logger()
     try:
         metrics = trainer.fit(log)
@@ -58,9 +61,9 @@ def train_run(
     return TrainedRun(trainer, metrics, final)
 
 
-def saved_progress(run_dir: Path) -> Progress | None:
-    """The progress of the run's `last.pt` (None: it has none)."""
+def saved_run(run_dir: Path) -> SavedRun | None:
+    """What the run's `last.pt` says of it (None: it has none)."""
     path = run_dir / "last.pt"
     if not path.is_file():
         return None
-    return Progress.saved(load_last(path, mmap=True)["progress"])
+    return SavedRun.of(load_last(path, mmap=True))

@@ -28,7 +28,12 @@ from llm_from_scratch.training.trainer import Trainer
 from .test_trainer import Run, crashing_after_step, fp32
 
 DEFAULT = TrainingConfig(
-    max_steps=4200, warmup_steps=600, eval_every=500, save_every=250, keep_snapshots=5
+    max_steps=4200,
+    warmup_steps=600,
+    eval_every=500,
+    save_every=250,
+    keep_snapshots=5,
+    short_run=None,
 )
 WITH_SHORT_RUN = dataclasses.replace(
     DEFAULT,
