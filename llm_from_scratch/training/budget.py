@@ -190,6 +190,9 @@ def _longest(low: int, high: int, fits: Callable[[int], bool]) -> int:
 # torch.compile make them slower than the run's steady steps.
 PROBE_WARMUP = 4
 PROBE_STEPS = 16
+# The fewest of its own updates, after its first `PROBE_WARMUP`, that a run plans again from: a
+# warm-up shorter than that keeps the probe's plan.
+MIN_TIMED_STEPS = 8
 
 
 def measure_costs(

@@ -84,18 +84,26 @@ class BudgetPlanner:
         self.costs = costs
         chosen = self._plan_of(schedule)
         if self.dist.is_main:
+            logger.info(
+                "timed: an update %.2f s, a validation %.1f s, a save %.2f s",
+                costs.step,
+                costs.validation,
+                costs.save,
+            )
             logger.info("%s", describe(schedule, full, budget, speed, self.cfg))
             if schedule.short:
                 logger.info("%s", describe_recipe(chosen))
         return chosen
 
-    def replan(self, schedule: Schedule, steps: int, seconds: float, tokens: int) -> Schedule:
-        """The rest of the run planned from its own `steps` updates, which took `seconds` and
-        trained on `tokens`: the warm-up stays, so the steps taken are the new plan's too."""
+    def replan(
+        self, schedule: Schedule, done: int, steps: int, seconds: float, tokens: int
+    ) -> Schedule:
+        """The rest of the run after its `done` steps, planned from its own `steps` updates,
+        which took `seconds` and trained on `tokens`: the warm-up stays, so the steps taken are
+        the new plan's too."""
         budget, costs = self.cfg.budget_seconds, self.costs
         assert budget is not None and costs is not None
         run_costs = replace(costs, step=seconds / max(steps, 1))
-        done = steps
         again = replan(self.cfg, schedule, done, self._seconds_left(budget), run_costs)
         again = self._agreed(again, warmup=schedule.warmup_steps)
         if self.dist.is_main:

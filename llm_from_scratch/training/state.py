@@ -8,8 +8,11 @@ before a rerun writes anything. A new reason to stop is a new field here and a n
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, fields
 from typing import Any
+
+import torch
 
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.training.budget import Schedule
@@ -124,3 +127,19 @@ class SavedRun:
             return False  # another schedule: other steps
         steps = self.schedule.steps
         return out_of_steps(self.progress, steps, cfg) or out_of_patience(self.progress, cfg)
+
+
+def rng_state() -> dict[str, Any]:
+    """The random number generators' states, which a resumed run continues from."""
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "python": list(random.getstate()[1]),
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"].cpu())
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+    random.setstate((3, tuple(state["python"]), None))

@@ -35,7 +35,7 @@ from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.precision import Precision, select_precision
 from llm_from_scratch.training.averaging import snapshot_path, snapshot_paths
-from llm_from_scratch.training.budget import Schedule
+from llm_from_scratch.training.budget import MIN_TIMED_STEPS, PROBE_WARMUP, Schedule
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
@@ -48,14 +48,22 @@ from llm_from_scratch.training.run_dir import (
     discard_snapshots_after,
     load_last,
 )
-from llm_from_scratch.training.state import Progress, SavedRun, out_of_patience, out_of_steps
+from llm_from_scratch.training.state import (
+    Progress,
+    SavedRun,
+    out_of_patience,
+    out_of_steps,
+    rng_state,
+    set_rng_state,
+)
 from llm_from_scratch.training.stats import LogWindow, StepStats
 from llm_from_scratch.training.validation import Validator
 
 logger = logging.getLogger(__name__)
 
-# The re-plan at the warm-up's end: (schedule, steps done, seconds they took, tokens) -> schedule.
-Replan = Callable[[Schedule, int, float, int], Schedule]
+# The re-plan at the warm-up's end: (schedule, steps done, steps timed, the seconds and tokens
+# of those) -> schedule.
+Replan = Callable[[Schedule, int, int, float, int], Schedule]
 
 
 class TrainingError(UserError):
@@ -195,21 +203,21 @@ class Trainer:
     def _train(self, log: RunLogger, bar: TrainingBar) -> dict[str, float]:
         validator = self.validator()
         started, window = self.clock(), LogWindow()
-        start_step = self.progress.step
-        timing = _RunTiming(self.progress.elapsed)
+        start_elapsed = self.progress.elapsed
+        timing = _RunTiming(self.progress.step + PROBE_WARMUP)
         metrics: dict[str, float] = {}
         for micro_batches in self.batches():
             stats = self.update(micro_batches)
             self.progress.step += 1
             now = self.clock()
-            self.progress.elapsed = timing.start_elapsed + now - started
+            self.progress.elapsed = start_elapsed + now - started
             self._guard(stats)
             window.add(stats)
-            timing.tokens += stats.real_tokens
             bar.advance()
             step = self.progress.step
+            timing.add(step, now, stats.real_tokens)
             if self.replan is not None and step == self.schedule.warmup_steps:
-                self._replan(now - started - timing.paused, step - start_step, timing.tokens)
+                self._replan(timing, now)
                 bar.set_total(self.schedule.steps)
             pause_start = self.clock()
             if step % self.cfg.log_every == 0 or step == 1:
@@ -234,7 +242,7 @@ class Trainer:
                 self.save("last.pt")
             if stop:
                 return metrics
-            timing.paused += self.clock() - pause_start
+            timing.pause(self.clock() - pause_start)
         return metrics
 
     def _log_model(self) -> None:
@@ -249,12 +257,17 @@ class Trainer:
             self.run_dir,
         )
 
-    def _replan(self, seconds: float, steps: int, tokens: int) -> None:
+    def _replan(self, timing: _RunTiming, now: float) -> None:
         """The time budget's re-plan: the step count only; the warm-up, whose learning rates the
-        steps taken had in either plan, stays."""
+        steps taken had in either plan, stays. A warm-up too short to time after the first,
+        slower, updates keeps the probe's plan."""
         assert self.replan is not None
-        schedule = self.replan(self.schedule, steps, seconds, tokens)
-        self.replan = None
+        replan, self.replan = self.replan, None
+        if timing.start is None or timing.steps < MIN_TIMED_STEPS:
+            return
+        seconds = now - timing.start - timing.paused
+        done = self.progress.step
+        schedule = replan(self.schedule, done, timing.steps, seconds, timing.tokens)
         if schedule == self.schedule:
             return
         position = self.scheduler.state_dict()
@@ -352,7 +365,7 @@ class Trainer:
             precision=self.precision.name,
             progress=asdict(self.progress),
             metrics=metrics or {},
-            rng=_rng_state(),
+            rng=rng_state(),
         )
         return state
 
@@ -387,7 +400,7 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self._keep_saved_precision(state.get("precision"))
         self.scaler.load_state_dict(state["scaler"])
-        _set_rng_state(state["rng"])
+        set_rng_state(state["rng"])
         if self.dist.is_main:
             logger.info("resumed %s at step %d", path, self.progress.step)
 
@@ -421,23 +434,22 @@ class Trainer:
 
 @dataclass
 class _RunTiming:
-    """What the re-plan needs of the run so far."""
+    """The run's own updates since `from_step`, for the re-plan: the first ones, which allocate
+    memory and pick kernels, are left out as the probe leaves its first ones out."""
 
-    start_elapsed: float
+    from_step: int
+    start: float | None = None
+    steps: int = 0
     paused: float = 0.0  # seconds of validations and saves, which the re-plan prices apart
     tokens: int = 0  # trained on
 
+    def add(self, step: int, now: float, tokens: int) -> None:
+        if step == self.from_step:
+            self.start = now
+        elif step > self.from_step:
+            self.steps += 1
+            self.tokens += tokens
 
-def _rng_state() -> dict[str, Any]:
-    return {
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        "python": list(random.getstate()[1]),
-    }
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"].cpu())
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
-    random.setstate((3, tuple(state["python"]), None))
+    def pause(self, seconds: float) -> None:
+        if self.start is not None:
+            self.paused += seconds

@@ -50,9 +50,9 @@ def test_two_processes_plan_a_budget_and_plan_it_again_together(copy_corpus, tmp
     overrides = [
         *copy_task_overrides(copy_corpus, tmp_path, run_dir),
         "training.precision=fp32",
-        "training.max_time=20",
+        "training.max_time=40",
         "training.max_steps=100000",
-        "training.warmup_steps=5000",
+        "training.warmup_steps=50000",  # long enough to time the run's own steps
         "training.eval_every=100000",
         "training.save_every=100000",
     ]
