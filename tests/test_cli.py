@@ -63,6 +63,32 @@ def test_invalid_config_is_one_line_with_exit_status_2(tmp_path):
     assert result.stderr.strip() == "error: model.d_model=250 is not divisible by model.n_heads=8"
 
 
+@pytest.mark.slow
+def test_a_refused_command_leaves_no_run_directory_and_names_a_file_in_its_way(tmp_path):
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a run\n")
+    refused = run(sys.executable, "scripts/train.py", f"paths.run_dir={in_the_way}")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        f"error: paths.run_dir={in_the_way} cannot be a directory: {in_the_way} is a file"
+    )
+    run_dir = tmp_path / "run"
+    bad = run(sys.executable, "scripts/train.py", f"paths.run_dir={run_dir}", "training.lr=-1")
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: training.lr=-1.0 must be positive"
+    assert not run_dir.exists()  # no empty train.log either
+
+
+def test_the_run_directory_is_checked_before_hydra_makes_it(tmp_path):
+    from llm_from_scratch.errors import ConfigError
+    from llm_from_scratch.programs.train import check_run_dir_before_hydra
+
+    (tmp_path / "runs").write_text("")
+    with pytest.raises(ConfigError, match=r"^paths.run_dir=.*runs/x cannot be a directory: .*"):
+        check_run_dir_before_hydra([f"paths.runs_dir={tmp_path / 'runs'}", "name=x"])
+    check_run_dir_before_hydra([f"paths.run_dir={tmp_path / 'fresh'}"])  # nothing in the way
+    check_run_dir_before_hydra(["--help"])  # Hydra's own
+
+
 def test_make_data_copies_from_the_mirror(corpus_mirror, tmp_path):
     # --old-file: never (re)install the virtual environment from here, even when pyproject.toml
     # is newer than its stamp (with this PATH, `python3` may not be the one it was built with).

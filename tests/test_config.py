@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.errors import ConfigError, check_range
 from llm_from_scratch.paths import project_root
 from llm_from_scratch.programs.prepare_data import PrepareDataConfig
 from llm_from_scratch.programs.train import TrainConfig
@@ -96,8 +96,8 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
         (["training.patience=0"], "training.patience=0 must be at least 1"),
         (["training.max_time=0"], "training.max_time='0' must be longer than zero"),
         (["training.lr=0"], "training.lr=0.0 must be positive"),
-        (["decoding.length_penalty=-1"], "decoding.length_penalty=-1.0 must not be negative"),
-        (["decoding.max_len_b=0"], "decoding.max_len_b=0 >= 1"),
+        (["decoding.length_penalty=-1"], "decoding.length_penalty=-1.0 must be at least 0"),
+        (["decoding.max_len_b=0"], "decoding.max_len_b=0 must be at least 1"),
         (["model.max_positions=0"], "model.max_positions=0 must be at least 1"),
         (["tokenizer.character_coverage=0"], "tokenizer.character_coverage=0.0 must be in"),
         (["data.corpus.test_fraction=-0.1"], "data.corpus.test_fraction=-0.1 must be in"),
@@ -162,3 +162,25 @@ def test_splits_named_on_the_command_line_are_read_and_the_others_carved(
 ):
     config = to_schema(compose_config("train", overrides), TrainConfig)
     assert config.data.corpus.carved_splits == carved
+
+
+@pytest.mark.parametrize(
+    ("value", "bounds", "message"),
+    [
+        (0, {"low": 1}, "k=0 must be at least 1"),
+        (0.0, {"low": 0, "low_open": True}, "k=0.0 must be positive"),
+        (-1, {"low": 0}, "k=-1 must be at least 0"),
+        (1.0, {"low": 0, "high": 1, "high_open": True}, r"k=1.0 must be in \[0, 1\)"),
+        (0, {"low": 0, "high": 1, "low_open": True}, r"k=0 must be in \(0, 1\]"),
+        (5, {"high": 4}, "k=5 must be at most 4"),
+    ],
+)
+def test_check_range_refuses_values_out_of_range_naming_the_range(value, bounds, message):
+    with pytest.raises(ConfigError, match=f"^{message}$"):
+        check_range("k", value, **bounds)
+
+
+def test_check_range_passes_bounds_and_unset_values():
+    check_range("k", 1, 1)
+    check_range("k", 1.0, 0, 1)
+    check_range("k", None, 1)

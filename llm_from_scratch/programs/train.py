@@ -23,7 +23,12 @@ from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.paths import config_dir, project_root
-from llm_from_scratch.programs.common import exit_on_user_error, register_schema
+from llm_from_scratch.programs.common import (
+    check_output_dir,
+    compose_config,
+    exit_on_user_error,
+    register_schema,
+)
 from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers, tokenizer_paths
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.training.config import TrainConfig
@@ -53,8 +58,9 @@ def train(
     logging.basicConfig()  # without Hydra's logging (the Python API): to stderr
     # Hydra sets the root level for every rank; the other ranks would repeat each line.
     logging.getLogger().setLevel(logging.INFO if dist.is_main else logging.WARNING)
-    run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
+    run_dir = run_directory(config)
     try:
+        check_output_dir(run_dir, "paths.run_dir")
         finished = finished_run(run_dir, config, keep_model)  # before anything writes there
         if finished is not None:
             if dist.is_main:
@@ -152,8 +158,29 @@ def _since(started: float) -> str:
     return f"{time.perf_counter() - started:.1f} s"
 
 
+def main() -> None:
+    """`scripts/train.py`: Hydra makes the run directory before the program runs, so a file in
+    its way is refused here first, in one line."""
+    with exit_on_user_error():
+        check_run_dir_before_hydra(sys.argv[1:])
+    _main()
+
+
+def check_run_dir_before_hydra(arguments: list[str]) -> None:
+    """Compose the config as Hydra will and refuse a `paths.run_dir` that a file is in the way
+    of. Hydra's own options and settings (`--help`, `hydra.run.dir=...`) are left to Hydra."""
+    if any(argument.startswith(("-", "hydra.", "hydra/", "+hydra")) for argument in arguments):
+        return
+    config = compose_config("train", arguments, TrainConfig)
+    check_output_dir(run_directory(config), "paths.run_dir")
+
+
+def run_directory(config: TrainConfig) -> Path:
+    return Path(config.paths.run_dir or config.paths.run(config.name))
+
+
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="train")
-def main(cfg: DictConfig) -> None:
+def _main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         train(to_schema(cfg, TrainConfig), launch=cfg, keep_model=model_chosen())
 

@@ -9,7 +9,7 @@ from omegaconf import MISSING
 
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.errors import ConfigError, check_choice
+from llm_from_scratch.errors import ConfigError, check_choice, check_range
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import PRECISIONS
@@ -53,25 +53,15 @@ class ShortRunConfig:
     save_every: float = 0.06
 
     def __post_init__(self) -> None:
-        if self.max_steps < 1:
-            raise ConfigError(f"training.short_run.max_steps={self.max_steps} must be at least 1")
-        if self.lr <= 0:
-            raise ConfigError(f"training.short_run.lr={self.lr} must be positive")
-        if self.min_default_steps < 0:
-            raise ConfigError(
-                f"training.short_run.min_default_steps={self.min_default_steps} must be at least 0"
-            )
-        for key in ("batch_tokens", "n_encoder_layers", "n_decoder_layers"):
-            if getattr(self, key) is not None and getattr(self, key) < 1:
-                raise ConfigError(
-                    f"training.short_run.{key}={getattr(self, key)} must be at least 1"
-                )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"training.short_run.dropout={self.dropout} must be in [0, 1)")
-        if not 0.0 <= self.warmup < 1.0:
-            raise ConfigError(f"training.short_run.warmup={self.warmup} must be in [0, 1)")
-        if not 0.0 < self.save_every <= 1.0:
-            raise ConfigError(f"training.short_run.save_every={self.save_every} must be in (0, 1]")
+        key = "training.short_run."
+        check_range(f"{key}max_steps", self.max_steps, 1)
+        check_range(f"{key}lr", self.lr, 0, low_open=True)
+        check_range(f"{key}min_default_steps", self.min_default_steps, 0)
+        for name in ("batch_tokens", "n_encoder_layers", "n_decoder_layers"):
+            check_range(f"{key}{name}", getattr(self, name), 1)
+        check_range(f"{key}dropout", self.dropout, 0, 1, high_open=True)
+        check_range(f"{key}warmup", self.warmup, 0, 1, high_open=True)
+        check_range(f"{key}save_every", self.save_every, 0, 1, low_open=True)
 
 
 @dataclass
@@ -112,31 +102,19 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         check_choice("training.precision", self.precision, PRECISIONS)
         check_choice("training.schedule", self.schedule, SCHEDULES)
-        for key in (
+        at_least_one = (
             "max_steps", "accumulation_steps", "eval_every", "save_every", "log_every",
-            "max_nonfinite",
-        ):  # fmt: skip
-            if getattr(self, key) < 1:
-                raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 1")
-        for key in ("keep_snapshots", "warmup_steps"):
-            if getattr(self, key) < 0:
-                raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 0")
-        for key in ("max_epochs", "patience"):
-            if getattr(self, key) is not None and getattr(self, key) < 1:
-                raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 1")
-        if self.dev_bleu_sentences < 1:
-            raise ConfigError(
-                f"training.dev_bleu_sentences={self.dev_bleu_sentences} must be at least 1"
-            )
+            "max_nonfinite", "max_epochs", "patience", "dev_bleu_sentences",
+        )  # fmt: skip
+        for key in at_least_one:
+            check_range(f"training.{key}", getattr(self, key), 1)
+        for key in ("keep_snapshots", "warmup_steps", "weight_decay"):
+            check_range(f"training.{key}", getattr(self, key), 0)
         for key in ("lr", "clip_norm"):
-            if getattr(self, key) <= 0:
-                raise ConfigError(f"training.{key}={getattr(self, key)} must be positive")
-        if self.weight_decay < 0:
-            raise ConfigError(f"training.weight_decay={self.weight_decay} must not be negative")
+            check_range(f"training.{key}", getattr(self, key), 0, low_open=True)
+        check_range("training.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         if self.max_time is not None:
             parse_duration(self.max_time)
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ConfigError(f"training.label_smoothing={self.label_smoothing} must be in [0, 1)")
 
 
 @dataclass
