@@ -13,7 +13,7 @@ from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.final import final_model
 from llm_from_scratch.training.planner import BudgetPlanner
-from llm_from_scratch.training.report import FinalModel
+from llm_from_scratch.training.report import FinalModel, hparams
 from llm_from_scratch.training.run_dir import load_last
 from llm_from_scratch.training.state import SavedRun
 from llm_from_scratch.training.trainer import Trainer
@@ -55,7 +55,8 @@ def train_run(
             cfg = config.training
             step = trainer.progress.step
             final = final_model(trainer.model, validator, run_dir, cfg.keep_snapshots, step, log)
-            log.hparams(trainer.hparams(), {f"hparam/{k}": v for k, v in metrics.items()})
+            run_hparams = hparams(config, plan, trainer.model, trainer.precision.name)
+            log.hparams(run_hparams, {f"hparam/{k}": v for k, v in metrics.items()})
     finally:
         log.close()
     return TrainedRun(trainer, metrics, final)

@@ -52,6 +52,14 @@ class Progress:
         warmup = self.planned_warmup or None  # 0: the plan's own (no re-plan yet)
         return Schedule.of(cfg, self.planned_steps, self.planned_short, warmup)
 
+    def record_validation(self, bleu: float) -> bool:
+        """Count a validation's dev BLEU towards the best and the patience; True: a new best."""
+        improved = bleu > self.best_bleu
+        if improved:
+            self.best_bleu, self.best_step = bleu, self.step
+        self.evals_without_improvement = 0 if improved else self.evals_without_improvement + 1
+        return improved
+
     def record_plan(self, schedule: Schedule, first: bool) -> None:
         """Store a budget's plan (`first`: before the first step; else the re-plan, which keeps
         the first plan's warm-up)."""

@@ -1,4 +1,5 @@
-"""Training statistics: one step's, and the window of steps a log line averages."""
+"""Training statistics: one step's, the window of steps a log line averages, and the run's
+own step time that a time budget plans again from."""
 
 from __future__ import annotations
 
@@ -46,3 +47,26 @@ class LogWindow:
             "train/tokens_per_second": self.real_tokens * world_size / seconds,
             "train/padding_fraction": 1 - self.real_tokens / max(self.padded_tokens, 1),
         }
+
+
+@dataclass
+class RunTiming:
+    """The run's own updates since `from_step`, for the re-plan: the first ones, which allocate
+    memory and pick kernels, are left out as the probe leaves its first ones out."""
+
+    from_step: int
+    start: float | None = None
+    steps: int = 0
+    paused: float = 0.0  # seconds of validations and saves, which the re-plan prices apart
+    tokens: int = 0  # trained on
+
+    def add(self, step: int, now: float, tokens: int) -> None:
+        if step == self.from_step:
+            self.start = now
+        elif step > self.from_step:
+            self.steps += 1
+            self.tokens += tokens
+
+    def pause(self, seconds: float) -> None:
+        if self.start is not None:
+            self.paused += seconds

@@ -1,7 +1,6 @@
-"""The training loop: `Trainer(config, data, plan).fit()` trains one model on one schedule.
+"""The training loop: `Trainer(config, data, plan).fit()` trains one model on one schedule, the
+plan `planner.py` fixed (`run.py` runs plan, training and the final model in order).
 
-`planner.py` fixes the plan (the schedule, and the model and settings of its recipe) before the
-trainer is built; `run.py` runs plan, training and the final model in order.
 One optimizer step consumes `accumulation_steps` token-budget batches; their summed losses are
 divided by the target tokens of all of them (across DDP ranks too), so accumulation and more ranks
 give the update of one larger batch. Everything needed to continue exactly where a run stopped
@@ -15,7 +14,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler, lr_multiplier
 from llm_from_scratch.training.recipe import Plan, recipe_plan
-from llm_from_scratch.training.report import TrainingBar, validation_line
+from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
 from llm_from_scratch.training.run_dir import (
     check_stopping_settings,
     discard_snapshots_after,
@@ -56,7 +55,7 @@ from llm_from_scratch.training.state import (
     rng_state,
     set_rng_state,
 )
-from llm_from_scratch.training.stats import LogWindow, StepStats
+from llm_from_scratch.training.stats import LogWindow, RunTiming, StepStats
 from llm_from_scratch.training.validation import Validator
 
 logger = logging.getLogger(__name__)
@@ -186,7 +185,7 @@ class Trainer:
             return {}
         if self.dist.is_main:
             discard_snapshots_after(self.run_dir, self.progress.step)
-            self._log_model()
+            logger.info("%s", model_line(self.model, self.precision, self.run_dir))
         own_log = log is None
         log = log or self.run_logger()
         bar = TrainingBar(self.schedule.steps, self.progress.step, enabled=self.dist.is_main)
@@ -204,7 +203,7 @@ class Trainer:
         validator = self.validator()
         started, window = self.clock(), LogWindow()
         start_elapsed = self.progress.elapsed
-        timing = _RunTiming(self.progress.step + PROBE_WARMUP)
+        timing = RunTiming(self.progress.step + PROBE_WARMUP)
         metrics: dict[str, float] = {}
         for micro_batches in self.batches():
             stats = self.update(micro_batches)
@@ -245,19 +244,7 @@ class Trainer:
             timing.pause(self.clock() - pause_start)
         return metrics
 
-    def _log_model(self) -> None:
-        logger.info(
-            "model: %s parameters (%d encoder and %d decoder layers); device %s, precision %s; "
-            "run directory %s",
-            f"{self.model.num_parameters():,}",
-            self.model.cfg.n_encoder_layers,
-            self.model.cfg.n_decoder_layers,
-            self.device,
-            self.precision.name,
-            self.run_dir,
-        )
-
-    def _replan(self, timing: _RunTiming, now: float) -> None:
+    def _replan(self, timing: RunTiming, now: float) -> None:
         """The time budget's re-plan: the step count only; the warm-up, whose learning rates the
         steps taken had in either plan, stays. A warm-up too short to time after the first,
         slower, updates keeps the probe's plan."""
@@ -306,32 +293,24 @@ class Trainer:
             self.progress.batch_in_epoch = 0
 
     def _guard(self, stats: StepStats) -> None:
-        if not stats.skipped:
-            self.progress.nonfinite_in_a_row = 0
-            return
-        self.progress.nonfinite_in_a_row += 1
-        logger.warning(
-            "step %d: non-finite loss or gradient norm (loss %s, grad norm %s); update skipped",
-            self.progress.step,
-            stats.loss,
-            stats.grad_norm,
-        )
-        if self.progress.nonfinite_in_a_row >= self.cfg.max_nonfinite:
+        progress = self.progress
+        progress.nonfinite_in_a_row = progress.nonfinite_in_a_row + 1 if stats.skipped else 0
+        if stats.skipped:
+            logger.warning(
+                f"step {progress.step}: non-finite loss or gradient norm (loss {stats.loss}, "
+                f"grad norm {stats.grad_norm}); update skipped"
+            )
+        if progress.nonfinite_in_a_row >= self.cfg.max_nonfinite:
             raise TrainingError(
-                f"{self.progress.nonfinite_in_a_row} non-finite updates in a row at step "
-                f"{self.progress.step}: lower training.lr, raise training.warmup_steps, or use "
+                f"{progress.nonfinite_in_a_row} non-finite updates in a row at step "
+                f"{progress.step}: lower training.lr, raise training.warmup_steps, or use "
                 "training.precision=fp32"
             )
 
     def _record_validation(self, metrics: dict[str, float]) -> None:
         """Track the best dev BLEU, log the validation, and save `best.pt` when it improved."""
         progress = self.progress
-        if metrics["bleu"] > progress.best_bleu:
-            progress.best_bleu = metrics["bleu"]
-            progress.best_step = progress.step
-            progress.evals_without_improvement = 0
-        else:
-            progress.evals_without_improvement += 1
+        improved = progress.record_validation(metrics["bleu"])
         line = validation_line(
             progress.step,
             self.schedule.steps,
@@ -341,7 +320,7 @@ class Trainer:
             progress.elapsed,
         )
         logger.info("%s", line)
-        if progress.evals_without_improvement == 0:
+        if improved:
             self.save("best.pt", metrics)
 
     def _early_stop(self, stop: bool) -> bool:
@@ -418,38 +397,3 @@ class Trainer:
         )
         self.precision = select_precision(saved, self.device)
         self.scaler = self.precision.grad_scaler()
-
-    def hparams(self) -> dict[str, Any]:
-        config = self.config
-        return {
-            "model.d_model": config.model.d_model,
-            "model.layers": self.model.cfg.n_encoder_layers + self.model.cfg.n_decoder_layers,
-            "tokenizer.vocab_size": config.tokenizer.vocab_size,
-            "training.lr": self.plan.lr,
-            "training.label_smoothing": self.cfg.label_smoothing,
-            "data.loading.batch_tokens": self.plan.batch_tokens,
-            "precision": self.precision.name,
-        }
-
-
-@dataclass
-class _RunTiming:
-    """The run's own updates since `from_step`, for the re-plan: the first ones, which allocate
-    memory and pick kernels, are left out as the probe leaves its first ones out."""
-
-    from_step: int
-    start: float | None = None
-    steps: int = 0
-    paused: float = 0.0  # seconds of validations and saves, which the re-plan prices apart
-    tokens: int = 0  # trained on
-
-    def add(self, step: int, now: float, tokens: int) -> None:
-        if step == self.from_step:
-            self.start = now
-        elif step > self.from_step:
-            self.steps += 1
-            self.tokens += tokens
-
-    def pause(self, seconds: float) -> None:
-        if self.start is not None:
-            self.paused += seconds
