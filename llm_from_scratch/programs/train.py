@@ -29,7 +29,6 @@ from llm_from_scratch.programs.common import (
     exit_on_user_error,
     register_schema,
 )
-from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers, tokenizer_paths
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (
@@ -40,6 +39,7 @@ from llm_from_scratch.training.distributed import (
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
 from llm_from_scratch.training.run import train_run
 from llm_from_scratch.training.run_dir import claim, finished_run
+from llm_from_scratch.training.tokenizers import load_or_train_tokenizers, tokenizer_paths
 
 logger = logging.getLogger(__name__)
 

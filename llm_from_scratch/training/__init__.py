@@ -11,6 +11,7 @@ state.py        Progress and every question about a run's state (finished, why, 
 config.py       TrainingConfig, the `training` config group; TrainConfig, a run's whole config
 validation.py   Validator: dev loss and greedy BLEU during training
 run_dir.py      one run per directory: its lock, leftovers, a finished run
+tokenizers.py   a run's tokenizers: loaded, or trained on its train split
 optim.py        AdamW groups and schedules
 loss.py         label-smoothed cross-entropy
 averaging.py    checkpoint averaging

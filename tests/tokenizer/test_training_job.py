@@ -13,16 +13,14 @@ from omegaconf import OmegaConf
 from llm_from_scratch.data.config import CorpusConfig, DataConfig, ExtraPairs
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import PathsConfig
-from llm_from_scratch.programs.train_tokenizer import (
-    TokenizerJobConfig,
-    compression_stats,
-    load_or_train_tokenizers,
-    read_train_texts,
-    run,
-    tokenizer_paths,
-)
+from llm_from_scratch.programs.train_tokenizer import TokenizerJobConfig, compression_stats, run
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.training.tokenizers import (
+    load_or_train_tokenizers,
+    read_train_texts,
+    tokenizer_paths,
+)
 from tests.settings import DATA_VALUES, other_value
 
 REPO = Path(__file__).resolve().parents[2]

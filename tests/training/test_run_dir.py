@@ -17,7 +17,6 @@ import torch
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.data.datamodule import build_data
 from llm_from_scratch.programs.train import translate_command
-from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
 from llm_from_scratch.training.averaging import snapshot_path, snapshot_paths
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.run_dir import (
@@ -27,6 +26,7 @@ from llm_from_scratch.training.run_dir import (
     discard_snapshots_after,
     finished_run,
 )
+from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 from llm_from_scratch.training.trainer import Trainer
 from tests.training.test_trainer import Crash, Run, fp32
 
