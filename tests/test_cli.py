@@ -51,6 +51,7 @@ def test_setup_is_a_no_op_once_installed():
     assert run("make", "--question", ".venv/.installed").returncode == 0
 
 
+@pytest.mark.slow
 def test_invalid_config_is_one_line_with_exit_status_2(tmp_path):
     result = run(
         sys.executable,

@@ -244,6 +244,7 @@ def test_config_errors_name_key_and_value(changes: dict, message: str) -> None:
 
 
 @pytest.mark.skipif(not (CORPORA / "small_parallel_enja").is_dir(), reason="corpora not present")
+@pytest.mark.slow
 def test_every_split_encodes_without_unknowns_and_round_trips(tmp_path: Path) -> None:
     root = CORPORA / "small_parallel_enja"
     train = (root / "train.ja").read_text(encoding="utf-8").splitlines()[:3000]

@@ -84,6 +84,7 @@ def test_averaging_refuses_checkpoints_of_other_models(trained_run, tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_script_averages_a_run_and_reports_bad_input(trained_run, tmp_path):
     script = str(ROOT / "scripts/average_checkpoints.py")
     output = tmp_path / "avg.pt"

@@ -209,6 +209,7 @@ def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path
         torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
 
 
+@pytest.mark.slow
 def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task, tmp_path, caplog):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
@@ -234,6 +235,7 @@ def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task
     assert_same_weights(trainer, plain)
 
 
+@pytest.mark.slow
 def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
     copy_task, tmp_path, caplog, monkeypatch
 ):
@@ -283,6 +285,7 @@ def test_a_budget_switched_to_the_short_recipe_takes_as_many_of_its_steps_as_fit
     assert plan(chosen, 1e6, SLOW_CPU, short=True) == Schedule.of(chosen)
 
 
+@pytest.mark.slow
 def test_a_budgeted_short_run_longer_than_the_recipes_step_budget_is_reproducible(
     copy_task, tmp_path, caplog
 ):
@@ -306,6 +309,7 @@ def test_a_budgeted_short_run_longer_than_the_recipes_step_budget_is_reproducibl
 
 
 @pytest.mark.parametrize("min_default_steps", [0, 1000])
+@pytest.mark.slow
 def test_where_a_default_plan_falls_below_its_floor_the_short_recipe_fills_the_budget(
     copy_task, tmp_path, caplog, min_default_steps
 ):
@@ -324,6 +328,7 @@ def test_where_a_default_plan_falls_below_its_floor_the_short_recipe_fills_the_b
         assert f"planned {steps} of 200 steps" in caplog.text
 
 
+@pytest.mark.slow
 def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
     copy_task, tmp_path, monkeypatch
 ):
@@ -431,6 +436,7 @@ def layer_counts(model) -> tuple[int, int]:
     return len(model.encoder.layers), len(model.decoder.layers)
 
 
+@pytest.mark.slow
 def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
     copy_task, tmp_path
 ):
@@ -459,6 +465,7 @@ def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
         finished_run(tmp_path, dataclasses.replace(cfg, training=default_recipe))
 
 
+@pytest.mark.slow
 def test_a_resumed_planned_short_run_rebuilds_its_model_and_equals_an_uninterrupted_one(
     copy_task, tmp_path, monkeypatch
 ):

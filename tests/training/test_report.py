@@ -142,6 +142,7 @@ def test_a_run_outside_runs_dir_is_translated_by_its_checkpoint(tmp_path):
     assert command.endswith(f'scripts/translate.py --checkpoint {model} "Hello."')
 
 
+@pytest.mark.slow
 def test_train_log_of_a_run_tells_every_stage(copy_corpus, tmp_path):
     """`scripts/train.py` as a user runs it: Hydra's train.log holds the stages before the
     first step, one line per validation, and the summary; the terminal shows the same lines."""

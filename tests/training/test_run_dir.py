@@ -121,6 +121,7 @@ def test_snapshots_newer_than_last_pt_are_discarded(tmp_path):
 # ---- averaged.pt after a kill between a snapshot and last.pt -------------------------------------
 
 
+@pytest.mark.slow
 def test_a_kill_between_the_snapshot_and_last_pt_averages_the_same_snapshots(
     copy_task, tmp_path, monkeypatch
 ):
@@ -255,6 +256,7 @@ def train(run_dir: Path, corpus: Path, *overrides: str) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.slow
 def test_rerunning_a_finished_run_changes_no_file(copy_corpus, tmp_path):
     run_dir = tmp_path / "run"
     first = train(run_dir, copy_corpus)
@@ -273,6 +275,7 @@ def test_rerunning_a_finished_run_changes_no_file(copy_corpus, tmp_path):
     assert state_of(run_dir) == before  # .hydra/ and train.log included
 
 
+@pytest.mark.slow
 def test_a_second_training_in_a_run_directory_is_refused(copy_corpus, tmp_path, holder):
     run_dir = tmp_path / "run"
     process = holder(run_dir)  # stands in for a training run: it holds the lock the same way
@@ -281,8 +284,7 @@ def test_a_second_training_in_a_run_directory_is_refused(copy_corpus, tmp_path, 
     assert second.returncode == 2
     assert second.stderr.startswith(f"error: {run_dir} is in use by another training run (pid ")
     assert f"pid {process.pid} on " in second.stderr and second.stderr.count("\n") == 1
-    assert state_of(run_dir).keys() - {"train.log"} == before.keys()  # Hydra opens the log
-    assert (run_dir / "train.log").read_text() == ""
+    assert state_of(run_dir) == before  # not even an empty train.log
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     third = train(run_dir, copy_corpus)  # no stale lock after a kill -9

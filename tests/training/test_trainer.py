@@ -51,6 +51,7 @@ class Run:
         return getattr(self.__dict__["trainer"], name)
 
 
+@pytest.mark.slow
 def test_copy_task_reaches_high_bleu(copy_task, tmp_path):
     config, data, _ = copy_task
     model = dataclasses.replace(config.model, d_model=64, n_heads=4, d_ff=128)
