@@ -12,6 +12,7 @@ from llm_from_scratch.checkpoint import load_checkpoint, restore_for_inference
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.training import planner as planner_module
 from llm_from_scratch.training.budget import (
+    PROBE_WARMUP,
     SAFETY_MARGIN,
     Costs,
     Schedule,
@@ -23,6 +24,7 @@ from llm_from_scratch.training.budget import (
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.optim import lr_multiplier
 from llm_from_scratch.training.run_dir import FinishedRunError, finished_run
+from llm_from_scratch.training.stats import RunTiming
 from llm_from_scratch.training.trainer import Trainer
 
 from .test_trainer import Run, crashing_after_step, fp32
@@ -484,3 +486,31 @@ def test_a_resumed_planned_short_run_rebuilds_its_model_and_equals_an_uninterrup
     assert resumed.progress.step == straight.schedule.steps
     for ours, theirs in zip(resumed.model.parameters(), straight.model.parameters(), strict=True):
         torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(("budget", "tolerance"), [(120.0, 0.10), (300.0, 0.05), (1800.0, 0.05)])
+@pytest.mark.parametrize("drift", [0.85, 1.0, 1.2])
+def test_budgets_from_two_minutes_up_end_within_their_tolerance(budget, tolerance, drift):
+    """Planned from the probe, planned again from the run's own steps at the warm-up's end (which
+    run `drift` times the probe's): the whole command ends inside its budget, close to it."""
+    setup = 12.0  # data, tokenizers and the probe, before the first step
+    probed = Costs(step=0.6, validation=8.0, save=0.3, averaging=10.0, final_test=8.0)
+    actual = dataclasses.replace(probed, step=probed.step * drift)
+    first = plan(DEFAULT, budget - setup, probed)
+    done = first.warmup_steps
+    spent = setup + done * actual.step + done // first.save_every * actual.save
+    again = replan(DEFAULT, first, done, budget - spent, actual)
+    assert again.warmup_steps == first.warmup_steps
+    total = setup + run_seconds(again, actual)
+    assert budget * (1 - tolerance) <= total <= budget
+
+
+def test_the_run_is_timed_after_its_first_updates_as_the_probe_is():
+    timing = RunTiming(from_step=PROBE_WARMUP)
+    readings = [10.0, 13.0, 13.5, 14.0, 14.5, 14.75, 15.0]  # the first updates are slower
+    for step, now in enumerate(readings, start=1):
+        if step > 1:
+            timing.pause(0.1 if step == 6 else 0.0)  # a save after step 5
+        timing.add(step, now, tokens=100)
+    assert timing.start == 14.0 and timing.steps == 3 and timing.tokens == 300
+    assert timing.paused == 0.1
