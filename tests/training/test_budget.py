@@ -23,6 +23,7 @@ from llm_from_scratch.training.budget import (
 )
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.optim import lr_multiplier
+from llm_from_scratch.training.recipe import describe_recipe, recipe_plan
 from llm_from_scratch.training.run_dir import FinishedRunError, finished_run
 from llm_from_scratch.training.stats import RunTiming
 from llm_from_scratch.training.trainer import Trainer
@@ -514,3 +515,20 @@ def test_the_run_is_timed_after_its_first_updates_as_the_probe_is():
         timing.add(step, now, tokens=100)
     assert timing.start == 14.0 and timing.steps == 3 and timing.tokens == 300
     assert timing.paused == 0.1
+
+
+def test_a_model_the_command_chose_is_kept_by_the_short_recipe(copy_task):
+    config, _, _ = copy_task
+    short = ShortRunConfig(max_steps=60, lr=3e-3, dropout=0.0, batch_tokens=300)
+    config = dataclasses.replace(
+        config, training=dataclasses.replace(config.training, max_steps=20, short_run=short)
+    )
+    schedule = Schedule.of(config.training)
+    assert schedule.short
+    recipe = recipe_plan(config, schedule)
+    assert (recipe.model.n_encoder_layers, recipe.model.dropout) == (2, 0.0)
+    kept = recipe_plan(config, schedule, keep_model=True)
+    assert kept.model == config.model and (kept.lr, kept.batch_tokens) == (3e-3, 300)
+    assert "1 encoder and 1 decoder layers (the model the command chose, kept)" in (
+        describe_recipe(kept)
+    )
