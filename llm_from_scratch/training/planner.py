@@ -141,9 +141,13 @@ class BudgetPlanner:
             trainer.update(group)
             return sum(batch.src_tokens + batch.tgt_tokens for batch in group)
 
-        def save() -> None:
-            if self.dist.is_main:
-                save_checkpoint(probe_file, trainer.state())
+        def save() -> None:  # last.pt, and the snapshot that goes with it
+            if not self.dist.is_main:
+                return
+            save_checkpoint(probe_file, trainer.state())
+            probe_file.unlink()
+            if self.cfg.keep_snapshots:
+                save_checkpoint(probe_file, trainer.snapshot_state())
                 probe_file.unlink()
 
         def rehearse() -> None:

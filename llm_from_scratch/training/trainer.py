@@ -333,10 +333,8 @@ class Trainer:
     # ---- checkpoints --------------------------------------------------------------------------
 
     def state(self, metrics: dict[str, float] | None = None) -> dict[str, Any]:
-        """`last.pt`: the weights with the run's config (its `model`, the plan's), and all that
-        continues the run exactly."""
-        trained = replace(self.config, model=self.model.cfg)
-        state = inference_state(self.model, self.data.src_tok, self.data.tgt_tok, trained)
+        """`last.pt`: a snapshot, and all that continues the run exactly."""
+        state = self.snapshot_state()
         state.update(
             optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(),
@@ -352,13 +350,16 @@ class Trainer:
         if self.dist.is_main:
             save_checkpoint(self.run_dir / name, self.state(metrics))
 
+    def snapshot_state(self) -> dict[str, Any]:
+        """The weights with the run's config (its `model`, the plan's): a snapshot."""
+        trained = replace(self.config, model=self.model.cfg)
+        return inference_state(self.model, self.data.src_tok, self.data.tgt_tok, trained)
+
     def _snapshot(self, step: int) -> None:
         """Weights only, for averaging; the oldest beyond `keep_snapshots` are deleted."""
         if not self.dist.is_main or self.cfg.keep_snapshots == 0:
             return
-        trained = replace(self.config, model=self.model.cfg)
-        state = inference_state(self.model, self.data.src_tok, self.data.tgt_tok, trained)
-        save_checkpoint(snapshot_path(self.run_dir, step), state)
+        save_checkpoint(snapshot_path(self.run_dir, step), self.snapshot_state())
         for old in snapshot_paths(self.run_dir)[: -self.cfg.keep_snapshots]:
             old.unlink()
 
