@@ -39,7 +39,7 @@ from llm_from_scratch.device import resolve_device
 from llm_from_scratch.precision import select_precision
 from llm_from_scratch.programs.common import compose_config, exit_on_user_error
 from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
+from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 
 VARIANTS = [("greedy", 1), ("beam-5", 5)]
 

@@ -26,9 +26,9 @@ from omegaconf import OmegaConf
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.paths import PathsConfig
-from llm_from_scratch.programs.train_tokenizer import read_train_texts
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from llm_from_scratch.training.tokenizers import read_train_texts
 
 DATA_CONFIG = Path(__file__).resolve().parent.parent / "configs/data/tanaka_graded.yaml"
 

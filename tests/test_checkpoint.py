@@ -152,7 +152,14 @@ def run_config() -> TrainConfig:
         ),
         tokenizer=TokenizerConfig(vocab_size=300),
         model=TINY,
-        training=TrainingConfig(max_steps=4200, lr=5e-4, schedule="cosine", keep_snapshots=5),
+        training=TrainingConfig(
+            max_steps=4200,
+            max_time=None,
+            lr=5e-4,
+            warmup_steps=1000,
+            save_every=500,
+            keep_snapshots=5,
+        ),
         decoding=DecodingConfig(beam_size=3, length_penalty=0.6, max_len_a=1.0, max_len_b=5),
     )
 

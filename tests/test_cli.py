@@ -51,6 +51,7 @@ def test_setup_is_a_no_op_once_installed():
     assert run("make", "--question", ".venv/.installed").returncode == 0
 
 
+@pytest.mark.slow
 def test_invalid_config_is_one_line_with_exit_status_2(tmp_path):
     result = run(
         sys.executable,
@@ -61,6 +62,21 @@ def test_invalid_config_is_one_line_with_exit_status_2(tmp_path):
     )
     assert result.returncode == 2
     assert result.stderr.strip() == "error: model.d_model=250 is not divisible by model.n_heads=8"
+
+
+@pytest.mark.slow
+def test_a_refused_command_leaves_no_run_directory_and_names_a_file_in_its_way(tmp_path):
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a run\n")
+    refused = run(sys.executable, "scripts/train.py", f"paths.run_dir={in_the_way}")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        f"error: paths.run_dir={in_the_way} cannot be a directory: {in_the_way} is a file"
+    )
+    run_dir = tmp_path / "run"
+    bad = run(sys.executable, "scripts/train.py", f"paths.run_dir={run_dir}", "training.lr=-1")
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: training.lr=-1.0 must be positive"
+    assert not run_dir.exists()  # no empty train.log either
 
 
 def test_make_data_copies_from_the_mirror(corpus_mirror, tmp_path):

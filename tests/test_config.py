@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+import typing
 from pathlib import Path
 
 import pytest
+from omegaconf import DictConfig, OmegaConf
 
-from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.errors import ConfigError, check_range
 from llm_from_scratch.paths import project_root
 from llm_from_scratch.programs.prepare_data import PrepareDataConfig
 from llm_from_scratch.programs.train import TrainConfig
@@ -93,8 +96,8 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
         (["training.patience=0"], "training.patience=0 must be at least 1"),
         (["training.max_time=0"], "training.max_time='0' must be longer than zero"),
         (["training.lr=0"], "training.lr=0.0 must be positive"),
-        (["decoding.length_penalty=-1"], "decoding.length_penalty=-1.0 must not be negative"),
-        (["decoding.max_len_b=0"], "decoding.max_len_b=0 >= 1"),
+        (["decoding.length_penalty=-1"], "decoding.length_penalty=-1.0 must be at least 0"),
+        (["decoding.max_len_b=0"], "decoding.max_len_b=0 must be at least 1"),
         (["model.max_positions=0"], "model.max_positions=0 must be at least 1"),
         (["tokenizer.character_coverage=0"], "tokenizer.character_coverage=0.0 must be in"),
         (["data.corpus.test_fraction=-0.1"], "data.corpus.test_fraction=-0.1 must be in"),
@@ -104,6 +107,38 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
 def test_invalid_values_are_named(compose_config, overrides, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         to_schema(compose_config("train", overrides), TrainConfig)
+
+
+@pytest.mark.parametrize("group", ["paths", "tokenizer", "model", "training", "decoding"])
+def test_the_option_train_yaml_picks_holds_its_schemas_defaults(group):
+    """One source of defaults: a library user building a schema gets what `make train` gets.
+    (`data` options describe datasets: files, languages, formats, which no default can.)"""
+    choices = {
+        key: value
+        for entry in OmegaConf.load(CONFIG_DIR / "train.yaml").defaults
+        if isinstance(entry, DictConfig)
+        for key, value in entry.items()
+    }
+    schema = typing.get_type_hints(TrainConfig)[group]
+    option = OmegaConf.load(CONFIG_DIR / group / f"{choices[group]}.yaml")
+    assert to_schema(option, schema) == schema()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "+training.max_step=100",
+            "training.max_step is not a training setting; did you mean training.max_steps?",
+        ),
+        ("+model.d_modl=3", "model.d_modl is not a model setting; did you mean model.d_model?"),
+        ("+training.short_run.lrr=3", "did you mean training.short_run.lr?"),
+        ("+nmae=x", "nmae is not a setting; did you mean name?"),
+    ],
+)
+def test_keys_added_with_plus_are_refused_naming_the_closest(compose_config, override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        to_schema(compose_config("train", [override]), TrainConfig)
 
 
 def test_unknown_key_is_rejected_at_composition(compose_config):
@@ -127,3 +162,25 @@ def test_splits_named_on_the_command_line_are_read_and_the_others_carved(
 ):
     config = to_schema(compose_config("train", overrides), TrainConfig)
     assert config.data.corpus.carved_splits == carved
+
+
+@pytest.mark.parametrize(
+    ("value", "bounds", "message"),
+    [
+        (0, {"low": 1}, "k=0 must be at least 1"),
+        (0.0, {"low": 0, "low_open": True}, "k=0.0 must be positive"),
+        (-1, {"low": 0}, "k=-1 must be at least 0"),
+        (1.0, {"low": 0, "high": 1, "high_open": True}, r"k=1.0 must be in \[0, 1\)"),
+        (0, {"low": 0, "high": 1, "low_open": True}, r"k=0 must be in \(0, 1\]"),
+        (5, {"high": 4}, "k=5 must be at most 4"),
+    ],
+)
+def test_check_range_refuses_values_out_of_range_naming_the_range(value, bounds, message):
+    with pytest.raises(ConfigError, match=f"^{message}$"):
+        check_range("k", value, **bounds)
+
+
+def test_check_range_passes_bounds_and_unset_values():
+    check_range("k", 1, 1)
+    check_range("k", 1.0, 0, 1)
+    check_range("k", None, 1)

@@ -31,6 +31,7 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 
 
 @pytest.mark.parametrize("kind", ["missing", "directory"])
+@pytest.mark.slow
 def test_translate_input_that_cannot_be_read_is_refused_before_the_model_loads(tmp_path, kind):
     given = tmp_path / "missing.txt" if kind == "missing" else tmp_path
     # The checkpoint does not exist either: the input is checked first.
@@ -44,6 +45,7 @@ def test_translate_input_that_cannot_be_read_is_refused_before_the_model_loads(t
     assert one_line_error(result) == expected[kind]
 
 
+@pytest.mark.slow
 def test_evaluate_output_dir_under_a_file_is_refused_before_decoding(tmp_path):
     (tmp_path / "a_file").write_text("")
     output_dir = tmp_path / "a_file" / "eval"
@@ -59,6 +61,7 @@ def test_evaluate_output_dir_under_a_file_is_refused_before_decoding(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_corpus_that_is_not_utf8_is_named_with_its_line(tmp_path):
     (tmp_path / "raw" / "mine").mkdir(parents=True)
     train = tmp_path / "raw" / "mine" / "train.tsv"

@@ -34,7 +34,7 @@ def beam_search(
     *,
     beam_size: int,
     nbest: int = 1,
-    alpha: float = 0.6,
+    alpha: float,
     max_len_a: float,
     max_len_b: int,
     no_repeat_ngram_size: int = 0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_from_scratch.errors import ConfigError, check_choice
+from llm_from_scratch.errors import ConfigError, check_choice, check_range
 from llm_from_scratch.precision import PRECISIONS
 
 
@@ -23,24 +23,15 @@ class DecodingConfig:
     precision: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.beam_size < 1:
-            raise ConfigError(f"decoding.beam_size={self.beam_size} must be at least 1")
+        check_range("decoding.beam_size", self.beam_size, 1)
         if not 1 <= self.nbest <= self.beam_size:
             raise ConfigError(
                 f"decoding.nbest={self.nbest} must be between 1 and "
                 f"decoding.beam_size={self.beam_size}"
             )
-        if self.length_penalty < 0:
-            raise ConfigError(f"decoding.length_penalty={self.length_penalty} must not be negative")
-        if self.max_len_a < 0 or self.max_len_b < 1:
-            raise ConfigError(
-                f"decoding.max_len_a={self.max_len_a} must be >= 0 and "
-                f"decoding.max_len_b={self.max_len_b} >= 1"
-            )
-        if self.no_repeat_ngram_size < 0:
-            raise ConfigError(
-                f"decoding.no_repeat_ngram_size={self.no_repeat_ngram_size} must not be negative"
-            )
+        check_range("decoding.length_penalty", self.length_penalty, 0)
+        check_range("decoding.max_len_a", self.max_len_a, 0)
+        check_range("decoding.max_len_b", self.max_len_b, 1)
+        check_range("decoding.no_repeat_ngram_size", self.no_repeat_ngram_size, 0)
         check_choice("decoding.precision", self.precision, PRECISIONS)
-        if self.batch_tokens < 1:
-            raise ConfigError(f"decoding.batch_tokens={self.batch_tokens} must be at least 1")
+        check_range("decoding.batch_tokens", self.batch_tokens, 1)

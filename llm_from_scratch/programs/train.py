@@ -11,70 +11,52 @@ import logging
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
-from llm_from_scratch.data.config import SPLITS, DataConfig
+from llm_from_scratch.data.config import SPLITS
 from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.data.sources import fetch_dataset
-from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.device import contention, resolve_device, set_threads
-from llm_from_scratch.model.config import ModelConfig
-from llm_from_scratch.paths import PathsConfig, config_dir, project_root
+from llm_from_scratch.paths import check_directory, config_dir, project_root
 from llm_from_scratch.programs.common import exit_on_user_error, register_schema
-from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers, tokenizer_paths
 from llm_from_scratch.schema import to_schema
-from llm_from_scratch.tokenizer.config import TokenizerConfig
-from llm_from_scratch.training.config import TrainingConfig
+from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (
     Distributed,
     init_distributed,
     shutdown_distributed,
 )
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
+from llm_from_scratch.training.run import train_run
 from llm_from_scratch.training.run_dir import claim, finished_run
-from llm_from_scratch.training.trainer import Trainer
+from llm_from_scratch.training.tokenizers import load_or_train_tokenizers, tokenizer_paths
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainConfig:
-    """`configs/train.yaml`: a run's whole config, stored in its checkpoints."""
-
-    name: str = "default"  # names the run directory, <paths.runs_dir>/<name>/
-    paths: PathsConfig = field(default_factory=PathsConfig)
-    data: DataConfig = MISSING
-    tokenizer: TokenizerConfig = MISSING
-    model: ModelConfig = MISSING
-    training: TrainingConfig = MISSING
-    decoding: DecodingConfig = MISSING
-
-    def __post_init__(self) -> None:
-        short = self.training.short_run
-        if short is not None and short.batch_tokens is not None:
-            self.data.check_batch_tokens(short.batch_tokens, "training.short_run.batch_tokens")
 
 
 register_schema("train_schema", TrainConfig)
 
 
-def train(config: TrainConfig, launch: DictConfig | None = None) -> dict[str, float]:
+def train(
+    config: TrainConfig, launch: DictConfig | None = None, keep_model: bool = False
+) -> dict[str, float]:
     """Build the data and the model, train, and return the final dev metrics (none when the run
-    had already finished). `launch`: the config Hydra composed, recorded in `<run_dir>/.hydra/`."""
+    had already finished). `launch`: the config Hydra composed, recorded in `<run_dir>/.hydra/`;
+    `keep_model`: the command chose the model (`model=...`), which the short recipe then keeps."""
     started_at = time.perf_counter()  # a time budget counts data and tokenizer preparation too
     dist = init_distributed(resolve_device(config.training.device, "training.device").type)
     logging.basicConfig()  # without Hydra's logging (the Python API): to stderr
     # Hydra sets the root level for every rank; the other ranks would repeat each line.
     logging.getLogger().setLevel(logging.INFO if dist.is_main else logging.WARNING)
-    run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
+    run_dir = run_directory(config)
     try:
-        finished = finished_run(run_dir, config)  # before anything writes to run_dir
+        check_directory(run_dir, "paths.run_dir")
+        finished = finished_run(run_dir, config, keep_model)  # before anything writes there
         if finished is not None:
             if dist.is_main:
                 # Printed, not logged: the log is a file of the run directory.
@@ -83,12 +65,14 @@ def train(config: TrainConfig, launch: DictConfig | None = None) -> dict[str, fl
         with claim(run_dir, dist):
             if dist.is_main and launch is not None:
                 record_launch(launch, run_dir)
-            return _train(config, dist, started_at)
+            return _train(config, dist, started_at, keep_model)
     finally:
         shutdown_distributed()
 
 
-def _train(config: TrainConfig, dist: Distributed, started_at: float) -> dict[str, float]:
+def _train(
+    config: TrainConfig, dist: Distributed, started_at: float, keep_model: bool
+) -> dict[str, float]:
     warning = contention(set_threads(config.training.threads))
     if warning is not None and dist.is_main:
         logger.warning("%s", warning)
@@ -98,12 +82,11 @@ def _train(config: TrainConfig, dist: Distributed, started_at: float) -> dict[st
     data = prepare_data(config)
     if dist.is_main:
         dist.barrier()
-    trainer = Trainer(config, data, dist, started_at=started_at)
-    metrics = trainer.fit()
-    if trainer.final is not None:
-        for line in summary(trainer.final, config, time.perf_counter() - started_at):
+    run = train_run(config, data, dist, started_at=started_at, keep_model=keep_model)
+    if run.final is not None:
+        for line in summary(run.final, config, time.perf_counter() - started_at):
             logger.info("%s", line)
-    return metrics
+    return run.metrics
 
 
 def record_launch(cfg: DictConfig, run_dir: Path) -> None:
@@ -173,7 +156,20 @@ def _since(started: float) -> str:
     return f"{time.perf_counter() - started:.1f} s"
 
 
+def run_directory(config: TrainConfig) -> Path:
+    return Path(config.paths.run_dir or config.paths.run(config.name))
+
+
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="train")
 def main(cfg: DictConfig) -> None:
     with exit_on_user_error():
-        train(to_schema(cfg, TrainConfig), launch=cfg)
+        train(to_schema(cfg, TrainConfig), launch=cfg, keep_model=model_chosen())
+
+
+def model_chosen() -> bool:
+    """Whether the command line chose the model group (`model=tiny`), not a default or an
+    experiment."""
+    if not HydraConfig.initialized():
+        return False
+    overrides = HydraConfig.get().overrides.task
+    return any(override.lstrip("+~").split("=")[0] == "model" for override in overrides)

@@ -1,11 +1,21 @@
-"""The training stage: the loop, optimization, averaging, logging, DDP.
+"""The training stage: plan, train, hand over the final model.
 
-config.py       TrainingConfig, the `training` config group; RunConfig
-trainer.py      Trainer: the loop, exact resume, snapshots
+run.py          train_run: plan, then train, then the final model (what `make train` runs)
+planner.py      BudgetPlanner: the Plan before the Trainer is built; a time budget's probe and
+                re-plan
+budget.py       Schedule, Costs, plan/replan: the step count that fits a time budget
+recipe.py       Plan: a schedule and the model, lr and batch size of its recipe
+trainer.py      Trainer: one model, one schedule: the loop, exact resume, snapshots
+final.py        the final model: averaging, dev and test scores
+state.py        Progress and every question about a run's state (finished, why, its plan)
+config.py       TrainingConfig, the `training` config group; TrainConfig, a run's whole config
 validation.py   Validator: dev loss and greedy BLEU during training
+run_dir.py      one run per directory: its lock, leftovers, a finished run
+tokenizers.py   a run's tokenizers: loaded, or trained on its train split
 optim.py        AdamW groups and schedules
 loss.py         label-smoothed cross-entropy
 averaging.py    checkpoint averaging
 distributed.py  torchrun (DDP) helpers
 logging.py      TensorBoard
+report.py       progress bar and log lines; stats.py: step statistics and timing
 """

@@ -1,11 +1,11 @@
 """A run that fits a wall-clock budget (`training.max_time`): a schedule planned, not cut off.
 
-After a short timed probe the trainer fixes the run's step count: the most steps, up to
-`training.max_steps`, whose training, validations, checkpoint saves, final averaging and final
-test decoding fit in what is left of the budget. The warm-up and the snapshot interval shrink in
-proportion, so the learning rate still reaches zero at the last step and the averaged snapshots
-cover the same fraction of the run; validation keeps its interval (fewer validations leave more
-time to train).
+After a short timed probe the planner (`planner.py`) fixes the run's step count: the most steps,
+up to `training.max_steps`, whose training, validations, checkpoint saves, final averaging and
+final test decoding fit in what is left of the budget. The warm-up and the snapshot interval
+shrink in proportion (the warm-up to no fewer steps than the re-plan needs to time), so the
+learning rate still reaches zero at the last step and the averaged snapshots cover the same
+fraction of the run; validation keeps its interval (fewer validations leave more time to train).
 A run short enough for `training.short_run` trains its recipe (its model's layers and dropout,
 learning rate, batch size, warm-up and snapshot interval as shares of the run), whether the budget
 or `training.max_steps` made it short; the trainer builds that model once the plan is made. Where
@@ -75,7 +75,11 @@ class Schedule:
         def shrunk(interval: int) -> int:
             return max(1, round(interval * scale))
 
-        return cls(steps, shrunk(cfg.warmup_steps), cfg.eval_every, shrunk(cfg.save_every))
+        # Long enough for the re-plan to time the run's own steps, where the recipe warms up that
+        # long at all: a probe of a few steps misjudges even a short run.
+        timeable = min(PROBE_WARMUP + MIN_TIMED_STEPS, cfg.warmup_steps, steps // 2)
+        warmup = max(shrunk(cfg.warmup_steps), timeable)
+        return cls(steps, warmup, cfg.eval_every, shrunk(cfg.save_every))
 
     def overrides(self, cfg: TrainingConfig) -> str:
         """The command-line overrides of the step-budget run that trains exactly this schedule."""
@@ -190,6 +194,9 @@ def _longest(low: int, high: int, fits: Callable[[int], bool]) -> int:
 # torch.compile make them slower than the run's steady steps.
 PROBE_WARMUP = 4
 PROBE_STEPS = 16
+# The fewest of its own updates, after its first `PROBE_WARMUP`, that a run plans again from: a
+# warm-up shorter than that keeps the probe's plan.
+MIN_TIMED_STEPS = 4
 
 
 def measure_costs(

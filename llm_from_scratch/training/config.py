@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import dataclass, field
+
+from omegaconf import MISSING
 
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.errors import ConfigError, check_choice
+from llm_from_scratch.errors import ConfigError, check_choice, check_range
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import PRECISIONS
@@ -52,54 +53,48 @@ class ShortRunConfig:
     save_every: float = 0.06
 
     def __post_init__(self) -> None:
-        if self.max_steps < 1:
-            raise ConfigError(f"training.short_run.max_steps={self.max_steps} must be at least 1")
-        if self.lr <= 0:
-            raise ConfigError(f"training.short_run.lr={self.lr} must be positive")
-        if self.min_default_steps < 0:
-            raise ConfigError(
-                f"training.short_run.min_default_steps={self.min_default_steps} must be at least 0"
-            )
-        for key in ("batch_tokens", "n_encoder_layers", "n_decoder_layers"):
-            if getattr(self, key) is not None and getattr(self, key) < 1:
-                raise ConfigError(
-                    f"training.short_run.{key}={getattr(self, key)} must be at least 1"
-                )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"training.short_run.dropout={self.dropout} must be in [0, 1)")
-        if not 0.0 <= self.warmup < 1.0:
-            raise ConfigError(f"training.short_run.warmup={self.warmup} must be in [0, 1)")
-        if not 0.0 < self.save_every <= 1.0:
-            raise ConfigError(f"training.short_run.save_every={self.save_every} must be in (0, 1]")
+        key = "training.short_run."
+        check_range(f"{key}max_steps", self.max_steps, 1)
+        check_range(f"{key}lr", self.lr, 0, low_open=True)
+        check_range(f"{key}min_default_steps", self.min_default_steps, 0)
+        for name in ("batch_tokens", "n_encoder_layers", "n_decoder_layers"):
+            check_range(f"{key}{name}", getattr(self, name), 1)
+        check_range(f"{key}dropout", self.dropout, 0, 1, high_open=True)
+        check_range(f"{key}warmup", self.warmup, 0, 1, high_open=True)
+        check_range(f"{key}save_every", self.save_every, 0, 1, low_open=True)
 
 
 @dataclass
 class TrainingConfig:
+    """The `training` group; `configs/training/default.yaml` holds these same values (a test
+    checks), with why each is what it is."""
+
     seed: int = 1234
     device: str = "auto"  # auto: CUDA when available, else CPU
     precision: str = "auto"
     compile: bool = False
     threads: int | None = None  # CPU threads; null: $OMP_NUM_THREADS, else the usable cores
-    max_steps: int = 10_000
+    max_steps: int = 4200
     max_epochs: int | None = None
     # A wall-clock budget (`1800`, `30m`, `1h`), setup included, that the run's schedule is
     # planned to fit (training/budget.py); null trains exactly `max_steps` on any machine.
-    max_time: str | None = None
+    max_time: str | None = "30m"
     lr: float = 1e-3
     weight_decay: float = 0.01
-    schedule: str = "inverse_sqrt"
-    warmup_steps: int = 1000
+    schedule: str = "cosine"
+    warmup_steps: int = 600
     label_smoothing: float = 0.1
     accumulation_steps: int = 1
     clip_norm: float = 1.0
     eval_every: int = 500
-    save_every: int = 500
-    keep_snapshots: int = 0  # weight-only snapshots kept (one per save_every); ≥ 2: averaged.pt
+    save_every: int = 250
+    keep_snapshots: int = 5  # weight-only snapshots kept (one per save_every); ≥ 2: averaged.pt
     patience: int | None = None  # evaluations without a dev-BLEU improvement before stopping
     log_every: int = 50
     dev_bleu_sentences: int = 500  # dev pairs decoded (greedy) for BLEU at each evaluation
     max_nonfinite: int = 20  # consecutive skipped updates (non-finite loss or gradient) tolerated
-    short_run: ShortRunConfig | None = None  # null: every run length trains the recipe above
+    # null: every run length trains the recipe above
+    short_run: ShortRunConfig | None = field(default_factory=ShortRunConfig)
 
     @property
     def budget_seconds(self) -> float | None:
@@ -108,54 +103,34 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         check_choice("training.precision", self.precision, PRECISIONS)
         check_choice("training.schedule", self.schedule, SCHEDULES)
-        for key in (
+        at_least_one = (
             "max_steps", "accumulation_steps", "eval_every", "save_every", "log_every",
-            "max_nonfinite",
-        ):  # fmt: skip
-            if getattr(self, key) < 1:
-                raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 1")
-        for key in ("keep_snapshots", "warmup_steps"):
-            if getattr(self, key) < 0:
-                raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 0")
-        for key in ("max_epochs", "patience", "threads"):
-            if getattr(self, key) is not None and getattr(self, key) < 1:
-                raise ConfigError(f"training.{key}={getattr(self, key)} must be at least 1")
-        if self.dev_bleu_sentences < 1:
-            raise ConfigError(
-                f"training.dev_bleu_sentences={self.dev_bleu_sentences} must be at least 1"
-            )
+            "max_nonfinite", "max_epochs", "patience", "dev_bleu_sentences", "threads",
+        )  # fmt: skip
+        for key in at_least_one:
+            check_range(f"training.{key}", getattr(self, key), 1)
+        for key in ("keep_snapshots", "warmup_steps", "weight_decay"):
+            check_range(f"training.{key}", getattr(self, key), 0)
         for key in ("lr", "clip_norm"):
-            if getattr(self, key) <= 0:
-                raise ConfigError(f"training.{key}={getattr(self, key)} must be positive")
-        if self.weight_decay < 0:
-            raise ConfigError(f"training.weight_decay={self.weight_decay} must not be negative")
+            check_range(f"training.{key}", getattr(self, key), 0, low_open=True)
+        check_range("training.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         if self.max_time is not None:
             parse_duration(self.max_time)
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ConfigError(f"training.label_smoothing={self.label_smoothing} must be in [0, 1)")
 
 
-class RunConfig(Protocol):
-    """What training reads of a run's config: the train program's schema has these sections."""
+@dataclass
+class TrainConfig:
+    """`configs/train.yaml`: a run's whole config, stored in its checkpoints."""
 
-    name: str
-    paths: PathsConfig
-    data: DataConfig
-    tokenizer: TokenizerConfig
-    model: ModelConfig
-    training: TrainingConfig
-    decoding: DecodingConfig
+    name: str = "default"  # names the run directory, <paths.runs_dir>/<name>/
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    data: DataConfig = MISSING
+    tokenizer: TokenizerConfig = MISSING
+    model: ModelConfig = MISSING
+    training: TrainingConfig = MISSING
+    decoding: DecodingConfig = MISSING
 
-
-def trained_model(config: RunConfig, short: bool) -> ModelConfig:
-    """The model a run of `config` trains: `model`, or for a short run (`short`) the short
-    recipe's version of it, with its dropout and layer counts."""
-    recipe = config.training.short_run if short else None
-    if recipe is None:
-        return config.model
-    return replace(
-        config.model,
-        dropout=recipe.dropout,
-        n_encoder_layers=recipe.n_encoder_layers or config.model.n_encoder_layers,
-        n_decoder_layers=recipe.n_decoder_layers or config.model.n_decoder_layers,
-    )
+    def __post_init__(self) -> None:
+        short = self.training.short_run
+        if short is not None and short.batch_tokens is not None:
+            self.data.check_batch_tokens(short.batch_tokens, "training.short_run.batch_tokens")

@@ -15,6 +15,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.precision import Precision
+from llm_from_scratch.training.config import TrainConfig
+from llm_from_scratch.training.recipe import Plan
+
 
 def format_elapsed(seconds: float) -> str:
     """`45s`, `12m34s`, `2h05m09s`."""
@@ -148,3 +153,25 @@ class ConsoleFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         level = "" if record.levelno == logging.INFO else f"{record.levelname} "
         return f"{self.formatTime(record, self.datefmt)} {level}{super().format(record)}"
+
+
+def model_line(model: Seq2SeqTransformer, precision: Precision, run_dir: Path) -> str:
+    """The log line of the model a run trains, and where."""
+    return (
+        f"model: {model.num_parameters():,} parameters ({model.cfg.n_encoder_layers} encoder and "
+        f"{model.cfg.n_decoder_layers} decoder layers); device {precision.device}, precision "
+        f"{precision.name}; run directory {run_dir}"
+    )
+
+
+def hparams(config: TrainConfig, plan: Plan, model: Seq2SeqTransformer, precision: str) -> dict:
+    """What TensorBoard's hparams table shows of a run."""
+    return {
+        "model.d_model": config.model.d_model,
+        "model.layers": model.cfg.n_encoder_layers + model.cfg.n_decoder_layers,
+        "tokenizer.vocab_size": config.tokenizer.vocab_size,
+        "training.lr": plan.lr,
+        "training.label_smoothing": config.training.label_smoothing,
+        "data.loading.batch_tokens": plan.batch_tokens,
+        "precision": precision,
+    }

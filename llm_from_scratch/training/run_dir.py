@@ -35,9 +35,10 @@ from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.schema import to_data
 from llm_from_scratch.training.averaging import SNAPSHOT_DIR, snapshot_paths
-from llm_from_scratch.training.budget import Schedule
-from llm_from_scratch.training.config import RunConfig, TrainingConfig, trained_model
+from llm_from_scratch.training.config import TrainConfig, TrainingConfig
 from llm_from_scratch.training.distributed import Distributed
+from llm_from_scratch.training.recipe import recipe_plan
+from llm_from_scratch.training.state import SavedRun
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +46,6 @@ LOCK_FILE = ".lock"
 LAST = "last.pt"
 # What `last.pt` holds beyond an inference checkpoint, to continue a run exactly.
 TRAINING_STATE = ("optimizer", "scheduler", "scaler", "progress", "rng")
-# The settings that say when a run stops.
-STOPPING_SETTINGS = ("max_steps", "max_time", "max_epochs", "patience")
 NEW_RUN = "use another name (name=... or paths.run_dir=...) to start a new run"
 
 
@@ -164,42 +163,19 @@ def load_last(path: Path, map_location: str | torch.device = "cpu", mmap: bool =
     return state
 
 
-def is_finished(state: dict[str, Any]) -> bool:
-    """Whether the run of this `last.pt` has stopped: no step of it is left to train."""
-    progress = state["progress"]
-    return bool(progress.get("finished")) or progress["step"] >= _planned_steps(state)
-
-
-def check_stopping_settings(state: dict[str, Any], cfg: TrainingConfig, path: Path) -> None:
+def check_stopping_settings(saved: SavedRun, cfg: TrainingConfig, path: Path) -> None:
     """Refuse to continue a finished run: stopping settings under which it would train on (a
     larger `max_steps`, a longer patience) are an error; others (a patience added to a run that
     trained all its steps) leave it finished."""
-    if not is_finished(state):
+    if not saved.finished:
         return
-    saved = state["config"]["training"]
-    changed = [
-        f"training.{key}={getattr(cfg, key)} (it had {saved.get(key)})"
-        for key in STOPPING_SETTINGS
-        if getattr(cfg, key) != saved.get(key)
-    ]
-    if changed and not _stops_under(state, cfg):
+    changed = saved.changed_stopping_settings(cfg)
+    if changed and not saved.stops_under(cfg):
         raise FinishedRunError(
-            f"{path.parent} finished at step {state['progress']['step']} ({_reason(state)}); "
+            f"{path.parent} finished at step {saved.progress.step} ({saved.reason}); "
             f"{', '.join(changed)} would continue a finished run, whose learning-rate schedule "
             f"was laid out for the steps it had: to train another schedule, {NEW_RUN}"
         )
-
-
-def _stops_under(state: dict[str, Any], cfg: TrainingConfig) -> bool:
-    """Whether a run with `cfg`'s stopping settings stops where this `last.pt` stands."""
-    saved, progress = state["config"]["training"], state["progress"]
-    if any(getattr(cfg, key) != saved.get(key) for key in ("max_steps", "max_time")):
-        return False  # another schedule: other steps
-    epochs_done = cfg.max_epochs is not None and progress.get("epoch", 0) >= cfg.max_epochs
-    patience_out = (
-        cfg.patience is not None and progress.get("evals_without_improvement", 0) >= cfg.patience
-    )
-    return progress["step"] >= _planned_steps(state) or epochs_done or patience_out
 
 
 @dataclass(frozen=True)
@@ -226,8 +202,11 @@ class FinishedRun:
         return "\n".join(lines)
 
 
-def finished_run(run_dir: Path, config: RunConfig) -> FinishedRun | None:
+def finished_run(
+    run_dir: Path, config: TrainConfig, keep_model: bool = False
+) -> FinishedRun | None:
     """The run in `run_dir` when it has finished (None: it has steps left, or none yet).
+    `keep_model`: the command chose its model (see `planner.recipe_plan`).
 
     Raises `FinishedRunError` when `config` describes another run (another model, tokenizer or
     corpus) or would continue this one."""
@@ -235,35 +214,29 @@ def finished_run(run_dir: Path, config: RunConfig) -> FinishedRun | None:
     if not path.is_file():
         return None
     state = load_last(path, mmap=True)  # the tensors are not needed, only the progress
-    if not is_finished(state):
+    saved = SavedRun.of(state)
+    if not saved.finished:
         return None
-    current = {**to_data(config), "model": _trained_model(config, state["progress"])}
+    trained = recipe_plan(config, saved.progress.schedule(config.training), keep_model).model
+    current = {**to_data(config), "model": to_data(trained)}
     differences = _run_differences(state["config"], current)
     if differences:
         raise FinishedRunError(
-            f"{run_dir} finished at step {state['progress']['step']} as another run (its "
+            f"{run_dir} finished at step {saved.progress.step} as another run (its "
             f"settings != this command's): {'; '.join(differences)}; {NEW_RUN}"
         )
-    check_stopping_settings(state, config.training, path)
+    check_stopping_settings(saved, config.training, path)
     averaged, best = run_dir / "averaged.pt", run_dir / "best.pt"
-    keep = state["config"]["training"].get("keep_snapshots", 0)
+    keep = saved.training.keep_snapshots
     return FinishedRun(
         run_dir=run_dir,
-        step=state["progress"]["step"],
-        reason=_reason(state),
+        step=saved.progress.step,
+        reason=saved.reason,
         model=averaged if averaged.is_file() else best if best.is_file() else path,
         averaging_missing=(
             keep >= 2 and len(snapshot_paths(run_dir)) >= 2 and not averaged.is_file()
         ),
     )
-
-
-def _trained_model(config: RunConfig, progress: dict[str, Any]) -> dict[str, Any]:
-    """The model `config` trains in a run that stands at `progress`: the short recipe's
-    (`training.short_run`) where the run's step count, set or planned, makes it short."""
-    planned = progress.get("planned_steps") or None
-    short = progress.get("planned_short", False) if planned else None
-    return to_data(trained_model(config, Schedule.of(config.training, planned, short).short))
 
 
 def _run_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
@@ -293,24 +266,6 @@ def _flat(value: Any, prefix: str) -> dict[str, Any]:
         for name, item in value.items()
         for key, leaf in _flat(item, f"{prefix}.{name}").items()
     }
-
-
-def _planned_steps(state: dict[str, Any]) -> int:
-    return state["progress"].get("planned_steps") or state["config"]["training"]["max_steps"]
-
-
-def _reason(state: dict[str, Any]) -> str:
-    progress, training = state["progress"], state["config"]["training"]
-    steps = _planned_steps(state)
-    if progress["step"] >= steps:
-        return f"it trained all its {steps} steps"
-    patience = training.get("patience")
-    if patience and progress.get("evals_without_improvement", 0) >= patience:
-        return f"early stopping: no dev BLEU improvement in {patience} evaluations"
-    max_epochs = training.get("max_epochs")
-    if max_epochs and progress.get("epoch", 0) >= max_epochs:
-        return f"it trained its {max_epochs} epochs"
-    return "it stopped"
 
 
 def _shown(path: Path) -> str:

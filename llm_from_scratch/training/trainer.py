@@ -1,4 +1,5 @@
-"""The training loop: `Trainer(config, data).fit()`, which `make train` runs.
+"""The training loop: `Trainer(config, data, plan).fit()` trains one model on one schedule, the
+plan `planner.py` fixed (`run.py` runs plan, training and the final model in order).
 
 One optimizer step consumes `accumulation_steps` token-budget batches; their summed losses are
 divided by the target tokens of all of them (across DDP ranks too), so accumulation and more ranks
@@ -8,13 +9,12 @@ give the update of one larger batch. Everything needed to continue exactly where
 
 from __future__ import annotations
 
-import copy
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,6 @@ from llm_from_scratch.checkpoint import (
     build_model,
     check_compatible,
     inference_state,
-    load_checkpoint,
     load_weights,
     save_checkpoint,
 )
@@ -33,120 +32,63 @@ from llm_from_scratch.data.batch import Batch
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.precision import Precision, select_precision
-from llm_from_scratch.training.averaging import (
-    average_checkpoints,
-    record_dev_scores,
-    snapshot_path,
-    snapshot_paths,
-)
-from llm_from_scratch.training.budget import (
-    Costs,
-    Schedule,
-    describe,
-    measure_costs,
-    plan,
-    replan,
-)
-from llm_from_scratch.training.config import RunConfig, ShortRunConfig, trained_model
+from llm_from_scratch.training.averaging import snapshot_path, snapshot_paths
+from llm_from_scratch.training.budget import MIN_TIMED_STEPS, PROBE_WARMUP, Schedule
+from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler, lr_multiplier
-from llm_from_scratch.training.report import FinalModel, TrainingBar, scores_text, validation_line
+from llm_from_scratch.training.recipe import Plan, recipe_plan
+from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
 from llm_from_scratch.training.run_dir import (
     check_stopping_settings,
     discard_snapshots_after,
-    is_finished,
     load_last,
 )
+from llm_from_scratch.training.state import (
+    Progress,
+    SavedRun,
+    out_of_patience,
+    out_of_steps,
+    rng_state,
+    set_rng_state,
+)
+from llm_from_scratch.training.stats import LogWindow, RunTiming, StepStats
 from llm_from_scratch.training.validation import Validator
 
 logger = logging.getLogger(__name__)
+
+# The re-plan at the warm-up's end: (schedule, steps done, steps timed, the seconds and tokens
+# of those) -> schedule.
+Replan = Callable[[Schedule, int, int, float, int], Schedule]
 
 
 class TrainingError(UserError):
     """Training cannot go on (e.g. the loss keeps being non-finite)."""
 
 
-@dataclass
-class Progress:
-    """Where training stands; saved in every checkpoint so a resumed run continues exactly."""
-
-    step: int = 0  # optimizer steps taken (skipped non-finite updates included)
-    epoch: int = 0
-    batch_in_epoch: int = 0  # batches of `epoch` this rank has consumed
-    elapsed: float = 0.0  # seconds of training, summed over resumed runs
-    planned_steps: int = 0  # the step count `training.max_time` fixed; 0: not planned
-    planned_short: bool = False  # the plan is of `training.short_run`'s recipe
-    planned_warmup: int = 0  # a re-planned run's warm-up, its first plan's; 0: its recipe's
-    best_bleu: float = -1.0
-    best_step: int = 0  # the step of best.pt
-    evals_without_improvement: int = 0
-    nonfinite_in_a_row: int = 0
-    finished: bool = False  # the run stopped: running it again trains nothing
-
-
-@dataclass
-class StepStats:
-    loss: float  # label-smoothed loss per target token
-    grad_norm: float
-    target_tokens: int
-    padded_tokens: int  # source + target positions including padding
-    real_tokens: int  # source + target tokens
-    skipped: bool
-
-
-@dataclass
-class LogWindow:
-    """Training statistics since the last log line, averaged when it is written."""
-
-    start: float = field(default_factory=time.perf_counter)
-    steps: int = 0
-    loss_sum: float = 0.0  # per-token loss weighted by target tokens
-    grad_norm_sum: float = 0.0
-    target_tokens: int = 0
-    real_tokens: int = 0
-    padded_tokens: int = 0
-
-    def add(self, stats: StepStats) -> None:
-        if stats.skipped:  # a non-finite loss would poison the averages; the guard logs it
-            return
-        self.steps += 1
-        self.loss_sum += stats.loss * stats.target_tokens
-        self.grad_norm_sum += stats.grad_norm
-        self.target_tokens += stats.target_tokens
-        self.real_tokens += stats.real_tokens
-        self.padded_tokens += stats.padded_tokens
-
-    def summary(self, world_size: int) -> dict[str, float]:
-        seconds = max(time.perf_counter() - self.start, 1e-9)
-        return {
-            "train/loss": self.loss_sum / max(self.target_tokens, 1),
-            "train/grad_norm": self.grad_norm_sum / max(self.steps, 1),
-            "train/tokens_per_second": self.real_tokens * world_size / seconds,
-            "train/padding_fraction": 1 - self.real_tokens / max(self.padded_tokens, 1),
-        }
-
-
 class Trainer:
     def __init__(
         self,
-        config: RunConfig,
+        config: TrainConfig,
         data: DataModule,
+        plan: Plan | None = None,
         dist: Distributed | None = None,
-        started_at: float | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        replan: Replan | None = None,
     ):
-        """`started_at`: `clock()` when the program started, so that a time budget counts the
-        data and tokenizer preparation too (default: now)."""
+        """Train `plan` (default: `config`'s step budget). `replan`: a time budget's re-plan of
+        the step count at the warm-up's end, from the run's own steps."""
         self.config = config
         self.clock = clock
-        self.started_at = clock() if started_at is None else started_at
         self.cfg = config.training
         self.data = data
         self.dist = dist or Distributed()
+        self.plan = plan or recipe_plan(config, Schedule.of(self.cfg))
+        self.schedule = self.plan.schedule
+        self.replan = replan
         device = resolve_device(self.cfg.device, "training.device")
         if device.type == "cuda" and self.dist.enabled:
             device = torch.device("cuda", self.dist.local_rank)
@@ -155,28 +97,27 @@ class Trainer:
             precision = Precision(device, "fp32")
         self.precision = precision
         self.device = device
-        self.schedule = Schedule.of(self.cfg)
         self._build_model()
-        self._use_schedule(self.schedule, announce=self.cfg.max_time is None)
+        self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, self.schedule)
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
-        self.final: FinalModel | None = None  # set by `fit` on the main process
-        self._plan_costs: Costs | None = None  # the probe's, until the run plans again
+        if self.plan.budgeted:
+            self.progress.record_plan(self.schedule, first=True)
         self.run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
 
     def _build_model(self) -> None:
-        """A freshly seeded model of `model_config` and its optimizer: a run that switches to the
-        short recipe after the budget probe starts from the weights a run set to it from the start
-        would have."""
+        """A freshly seeded model of the plan, and its optimizer at the plan's learning rate."""
         torch.manual_seed(self.cfg.seed)
         random.seed(self.cfg.seed)
         self.model = build_model(
-            self.model_config,
+            self.plan.model,
             self.data.src_tok,
             self.data.tgt_tok,
             shared_vocab=self.config.tokenizer.shared,
         ).to(self.device)
         self.optimizer = build_optimizer(self.model, self.cfg, self.device)
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["initial_lr"] = self.plan.lr
         self.forward_model: torch.nn.Module = self.model
         if self.dist.enabled:
             ids = [self.device.index] if self.device.type == "cuda" else None
@@ -184,12 +125,7 @@ class Trainer:
         if self.cfg.compile:
             self.forward_model = torch.compile(self.forward_model)
 
-    @property
-    def model_config(self) -> ModelConfig:
-        """The model the schedule trains: `model`, or the short recipe's version of it."""
-        return trained_model(self.config, self.schedule.short)
-
-    def _validator(self) -> Validator | None:
+    def validator(self) -> Validator | None:
         """Validation of the current model, on the main process."""
         if not self.dist.is_main:
             return None
@@ -238,8 +174,9 @@ class Trainer:
 
     # ---- the loop -----------------------------------------------------------------------------
 
-    def fit(self) -> dict[str, float]:
-        """Train the planned steps (or until max_epochs or early stopping); return dev metrics."""
+    def fit(self, log: RunLogger | None = None) -> dict[str, float]:
+        """Train the planned steps (or until max_epochs or early stopping); return the last dev
+        metrics. `log`: TensorBoard's (default: one of the run's own, closed at the end)."""
         self.resume()
         if self.progress.finished:
             logger.info(
@@ -248,76 +185,91 @@ class Trainer:
             return {}
         if self.dist.is_main:
             discard_snapshots_after(self.run_dir, self.progress.step)
-        self._plan_budget()
-        validator = self._validator()
-        if self.dist.is_main:
-            logger.info(
-                "model: %s parameters (%d encoder and %d decoder layers); device %s, precision %s; "
-                "run directory %s",
-                f"{self.model.num_parameters():,}",
-                self.model.cfg.n_encoder_layers,
-                self.model.cfg.n_decoder_layers,
-                self.device,
-                self.precision.name,
-                self.run_dir,
-            )
-        log = RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
-        started, window = self.clock(), LogWindow()
-        start_elapsed, start_step = self.progress.elapsed, self.progress.step
-        paused = 0.0  # seconds of validations and saves, which the re-plan prices apart
-        trained_tokens = 0
-        metrics: dict[str, float] = {}
+            logger.info("%s", model_line(self.model, self.precision, self.run_dir))
+        own_log = log is None
+        log = log or self.run_logger()
         bar = TrainingBar(self.schedule.steps, self.progress.step, enabled=self.dist.is_main)
         try:
-            for micro_batches in self._accumulated_batches():
-                stats = self.update(micro_batches)
-                self.progress.step += 1
-                now = self.clock()
-                self.progress.elapsed = start_elapsed + now - started
-                self._guard(stats)
-                window.add(stats)
-                trained_tokens += stats.real_tokens
-                bar.advance()
-                step = self.progress.step
-                if self._plan_costs is not None and step == self.schedule.warmup_steps:
-                    self._replan(now - started - paused, step - start_step, trained_tokens)
-                    bar.set_total(self.schedule.steps)
-                pause_start = self.clock()
-                if step % self.cfg.log_every == 0 or step == 1:
-                    scalars = window.summary(self.dist.world_size)
-                    scalars["train/lr"] = self.scheduler.get_last_lr()[0]
-                    bar.show_training(scalars["train/loss"], scalars["train/tokens_per_second"])
-                    log.scalars(scalars, step)
-                    window = LogWindow()
-                stop = self._should_stop()
-                if step % self.schedule.eval_every == 0 or stop:
-                    if validator is not None:
-                        with bar.validating(len(validator.bleu_subset)):
-                            metrics = validator.run(step, log)
-                        self._track_best(metrics)
-                        self._log_validation(metrics)
-                        self._save_best_if_improved(metrics)
-                        window = LogWindow()  # tokens/s measures training, not validation
-                    stop = self._early_stop(stop)
-                self.progress.finished = stop
-                if step % self.schedule.save_every == 0 or stop:
-                    # The snapshot first: a run killed between the two writes resumes from the
-                    # previous last.pt and writes this snapshot again, so it averages the same.
-                    self._snapshot(step)
-                    self.save("last.pt")
-                if stop:
-                    break
-                paused += self.clock() - pause_start
+            return self._train(log, bar)
         finally:
             bar.close()
-        if validator is not None:
-            self.final = self._final_model(validator, log)
-            log.hparams(self._hparams(), {f"hparam/{k}": v for k, v in metrics.items()})
-        log.close()
+            if own_log:
+                log.close()
+
+    def run_logger(self) -> RunLogger:
+        return RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
+
+    def _train(self, log: RunLogger, bar: TrainingBar) -> dict[str, float]:
+        validator = self.validator()
+        started, window = self.clock(), LogWindow()
+        start_elapsed = self.progress.elapsed
+        timing = RunTiming(self.progress.step + PROBE_WARMUP)
+        metrics: dict[str, float] = {}
+        for micro_batches in self.batches():
+            stats = self.update(micro_batches)
+            self.progress.step += 1
+            now = self.clock()
+            self.progress.elapsed = start_elapsed + now - started
+            self._guard(stats)
+            window.add(stats)
+            bar.advance()
+            step = self.progress.step
+            timing.add(step, now, stats.real_tokens)
+            if self.replan is not None and step == self.schedule.warmup_steps:
+                self._replan(timing, now)
+                bar.set_total(self.schedule.steps)
+            pause_start = self.clock()
+            if step % self.cfg.log_every == 0 or step == 1:
+                scalars = window.summary(self.dist.world_size)
+                scalars["train/lr"] = self.scheduler.get_last_lr()[0]
+                bar.show_training(scalars["train/loss"], scalars["train/tokens_per_second"])
+                log.scalars(scalars, step)
+                window = LogWindow()
+            stop = self.dist.any(out_of_steps(self.progress, self.schedule.steps, self.cfg))
+            if step % self.schedule.eval_every == 0 or stop:
+                if validator is not None:
+                    with bar.validating(len(validator.bleu_subset)):
+                        metrics = validator.run(step, log)
+                    self._record_validation(metrics)
+                    window = LogWindow()  # tokens/s measures training, not validation
+                stop = self._early_stop(stop)
+            self.progress.finished = stop
+            if step % self.schedule.save_every == 0 or stop:
+                # The snapshot first: a run killed between the two writes resumes from the
+                # previous last.pt and writes this snapshot again, so it averages the same.
+                self._snapshot(step)
+                self.save("last.pt")
+            if stop:
+                return metrics
+            timing.pause(self.clock() - pause_start)
         return metrics
 
-    def _accumulated_batches(self):
-        """Groups of `accumulation_steps` batches, epoch after epoch, from the saved position."""
+    def _replan(self, timing: RunTiming, now: float) -> None:
+        """The time budget's re-plan: the step count only; the warm-up, whose learning rates the
+        steps taken had in either plan, stays. A warm-up too short to time after the first,
+        slower, updates keeps the probe's plan."""
+        assert self.replan is not None
+        replan, self.replan = self.replan, None
+        if timing.start is None or timing.steps < MIN_TIMED_STEPS:
+            return
+        seconds = now - timing.start - timing.paused
+        done = self.progress.step
+        schedule = replan(self.schedule, done, timing.steps, seconds, timing.tokens)
+        if schedule == self.schedule:
+            return
+        position = self.scheduler.state_dict()
+        self.schedule = schedule
+        self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
+        self.scheduler.load_state_dict(position)
+        next_lr = lr_multiplier(self.scheduler.last_epoch, self.cfg.schedule, schedule)
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["initial_lr"] * next_lr
+        self.progress.record_plan(schedule, first=False)
+        self.plan = replace(self.plan, schedule=schedule)
+
+    def batches(self) -> Iterator[list[Batch]]:
+        """Each optimizer step's batches: groups of `accumulation_steps` batches, epoch after
+        epoch, from the saved position."""
         while True:
             loader = self.data.train_loader(
                 self.progress.epoch,
@@ -325,7 +277,7 @@ class Trainer:
                 rank=self.dist.rank,
                 world_size=self.dist.world_size,
                 device=self.device,
-                batch_tokens=self.batch_tokens,
+                batch_tokens=self.plan.batch_tokens,
             )
             group: list[Batch] = []
             for batch in loader:
@@ -341,234 +293,48 @@ class Trainer:
             self.progress.batch_in_epoch = 0
 
     def _guard(self, stats: StepStats) -> None:
-        if not stats.skipped:
-            self.progress.nonfinite_in_a_row = 0
-            return
-        self.progress.nonfinite_in_a_row += 1
-        logger.warning(
-            "step %d: non-finite loss or gradient norm (loss %s, grad norm %s); update skipped",
-            self.progress.step,
-            stats.loss,
-            stats.grad_norm,
-        )
-        if self.progress.nonfinite_in_a_row >= self.cfg.max_nonfinite:
+        progress = self.progress
+        progress.nonfinite_in_a_row = progress.nonfinite_in_a_row + 1 if stats.skipped else 0
+        if stats.skipped:
+            logger.warning(
+                f"step {progress.step}: non-finite loss or gradient norm (loss {stats.loss}, "
+                f"grad norm {stats.grad_norm}); update skipped"
+            )
+        if progress.nonfinite_in_a_row >= self.cfg.max_nonfinite:
             raise TrainingError(
-                f"{self.progress.nonfinite_in_a_row} non-finite updates in a row at step "
-                f"{self.progress.step}: lower training.lr, raise training.warmup_steps, or use "
+                f"{progress.nonfinite_in_a_row} non-finite updates in a row at step "
+                f"{progress.step}: lower training.lr, raise training.warmup_steps, or use "
                 "training.precision=fp32"
             )
 
-    def _should_stop(self) -> bool:
-        progress, cfg = self.progress, self.cfg
-        stop = progress.step >= self.schedule.steps
-        stop |= cfg.max_epochs is not None and progress.epoch >= cfg.max_epochs
-        return self.dist.any(stop)
-
-    def _track_best(self, metrics: dict[str, float]) -> None:
-        if metrics["bleu"] > self.progress.best_bleu:
-            self.progress.best_bleu = metrics["bleu"]
-            self.progress.best_step = self.progress.step
-            self.progress.evals_without_improvement = 0
-        else:
-            self.progress.evals_without_improvement += 1
-
-    def _log_validation(self, metrics: dict[str, float]) -> None:
+    def _record_validation(self, metrics: dict[str, float]) -> None:
+        """Track the best dev BLEU, log the validation, and save `best.pt` when it improved."""
         progress = self.progress
-        logger.info(
-            "%s",
-            validation_line(
-                progress.step,
-                self.schedule.steps,
-                metrics,
-                progress.best_bleu,
-                progress.best_step,
-                progress.elapsed,
-            ),
+        improved = progress.record_validation(metrics["bleu"])
+        line = validation_line(
+            progress.step,
+            self.schedule.steps,
+            metrics,
+            progress.best_bleu,
+            progress.best_step,
+            progress.elapsed,
         )
-
-    def _save_best_if_improved(self, metrics: dict[str, float]) -> None:
-        if self.progress.evals_without_improvement == 0:
+        logger.info("%s", line)
+        if improved:
             self.save("best.pt", metrics)
 
     def _early_stop(self, stop: bool) -> bool:
-        patience = self.cfg.patience
-        exhausted = patience is not None and self.progress.evals_without_improvement >= patience
+        exhausted = out_of_patience(self.progress, self.cfg)
         if exhausted and self.dist.is_main:
+            patience = self.cfg.patience
             logger.info("early stopping: no dev BLEU improvement in %d evaluations", patience)
         return self.dist.any(stop or exhausted)
 
-    # ---- the time budget ----------------------------------------------------------------------
-
-    def _plan_budget(self) -> None:
-        """Under `training.max_time`, fix the run's recipe and step count before its first step:
-        the step-budget run's recipe for as many steps as fit; where those are fewer than its
-        `max_steps`, the short recipe (`training.short_run`) for as many of its steps as fit, if
-        even its own length does not fit or the default's would be fewer than its
-        `min_default_steps`."""
-        budget = self.cfg.budget_seconds
-        if budget is None or self.progress.planned_steps or self.progress.step:
-            return  # no budget, or a resumed run: it keeps the schedule it started with
-        full = self.schedule
-        costs, tokens_per_second = self._probe()
-        schedule = self._agreed(plan(self.cfg, self._seconds_left(budget), costs, full.short))
-        short = self.cfg.short_run
-        if short is not None and not schedule.short and schedule.steps < full.steps:
-            self._use_schedule(Schedule.of(self.cfg, short.max_steps, short=True), announce=False)
-            short_costs, short_speed = self._probe()  # its own model: its own steps and saves
-            candidate = plan(self.cfg, self._seconds_left(budget), short_costs, short=True)
-            candidate = self._agreed(candidate)
-            too_few = schedule.steps < short.min_default_steps
-            if too_few or candidate.steps < short.max_steps:
-                schedule, tokens_per_second, costs = candidate, short_speed, short_costs
-        self._use_schedule(schedule)
-        self._plan_costs = costs
-        self.progress.planned_steps = schedule.steps
-        self.progress.planned_short = schedule.short
-        if self.dist.is_main:
-            logger.info("%s", describe(schedule, full, budget, tokens_per_second, self.cfg))
-
-    def _replan(self, seconds: float, steps: int, tokens: int) -> None:
-        """Plan the rest of the run from its own `steps` updates, which took `seconds` and
-        trained on `tokens`: the warm-up stays, so the steps taken are the new plan's too."""
-        budget, costs = self.cfg.budget_seconds, self._plan_costs
-        assert budget is not None and costs is not None
-        self._plan_costs = None
-        run_costs = replace(costs, step=seconds / max(steps, 1))
-        done = self.progress.step
-        schedule = replan(self.cfg, self.schedule, done, self._seconds_left(budget), run_costs)
-        schedule = self._agreed(schedule, warmup=self.schedule.warmup_steps)
-        if schedule != self.schedule:
-            # The steps taken had the warm-up's learning rates in either plan; the next one is
-            # the new plan's.
-            position = self.scheduler.state_dict()
-            self.schedule = schedule
-            self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
-            self.scheduler.load_state_dict(position)
-            next_lr = lr_multiplier(self.scheduler.last_epoch, self.cfg.schedule, schedule)
-            for group in self.optimizer.param_groups:
-                group["lr"] = group["initial_lr"] * next_lr
-            self.progress.planned_steps = schedule.steps
-            self.progress.planned_warmup = schedule.warmup_steps
-        if self.dist.is_main:
-            full = Schedule.of(self.cfg)
-            speed = tokens * self.dist.world_size / max(seconds, 1e-9)
-            logger.info(
-                "planned again at step %d from the run's own steps (%.2f s each, the probe's "
-                "%.2f s): %s",
-                done,
-                run_costs.step,
-                costs.step,
-                describe(schedule, full, budget, speed, self.cfg),
-            )
-
-    def _seconds_left(self, budget: float) -> float:
-        return budget - (self.clock() - self.started_at)
-
-    def _agreed(self, schedule: Schedule, warmup: int | None = None) -> Schedule:
-        """Rank 0's plan, on every rank: their probes time different batches (`warmup`: one
-        kept from the first plan, which every rank agreed on)."""
-        steps = self.dist.sum(schedule.steps if self.dist.is_main else 0)
-        short = self.dist.sum(int(schedule.short) if self.dist.is_main else 0)
-        return Schedule.of(self.cfg, steps, short=bool(short), warmup=warmup)
-
-    def _use_schedule(self, schedule: Schedule, announce: bool = True) -> None:
-        """Train `schedule`: its length and warm-up, and for a short run the short recipe's
-        model, learning rate and batch size (`announce`: say so in the log)."""
-        self.schedule = schedule
-        if self.model_config != self.model.cfg:
-            self._build_model()
-        short = self._short_recipe
-        for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"] = self.lr
-        self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
-        if short is not None and announce and self.dist.is_main:
-            logger.info(
-                "the short recipe (training.short_run) for %s steps: %d encoder and %d decoder "
-                "layers, dropout %g, learning rate %g, batches of %d tokens, warm-up %d steps, a "
-                "snapshot every %d steps",
-                f"{schedule.steps:,}",
-                self.model.cfg.n_encoder_layers,
-                self.model.cfg.n_decoder_layers,
-                self.model.cfg.dropout,
-                short.lr,
-                self.batch_tokens,
-                schedule.warmup_steps,
-                schedule.save_every,
-            )
-
-    @property
-    def _short_recipe(self) -> ShortRunConfig | None:
-        """`training.short_run` when the schedule trains it, else None."""
-        return self.cfg.short_run if self.schedule.short else None
-
-    @property
-    def lr(self) -> float:
-        """The schedule's peak learning rate."""
-        short = self._short_recipe
-        return short.lr if short is not None else self.cfg.lr
-
-    @property
-    def batch_tokens(self) -> int:
-        """Tokens per training batch under the schedule."""
-        short = self._short_recipe
-        if short is not None and short.batch_tokens is not None:
-            return short.batch_tokens
-        return self.config.data.loading.batch_tokens
-
-    def _probe(self):
-        """Time a few updates on the run's first batches, a validation and a save, then put back
-        every state they touched: the run then starts exactly as it would have without them."""
-        validator = self._validator()
-        saved = {
-            "model": copy.deepcopy(self.model.state_dict()),
-            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
-            "scheduler": self.scheduler.state_dict(),
-            "scaler": self.scaler.state_dict(),
-            "rng": _rng_state(),
-            "progress": copy.deepcopy(self.progress),
-        }
-        batches = self._accumulated_batches()
-        probe_file = self.run_dir / ".budget-probe.pt"
-
-        def run_step() -> int:
-            group = next(batches)
-            self.update(group)
-            return sum(batch.src_tokens + batch.tgt_tokens for batch in group)
-
-        def save() -> None:
-            if self.dist.is_main:
-                save_checkpoint(probe_file, self.state())
-                probe_file.unlink()
-
-        def rehearse() -> None:
-            if validator is not None:
-                validator.rehearse()
-
-        test_share = validator.test_share() if validator is not None else 0.0
-        try:
-            return measure_costs(
-                run_step, rehearse, save, self.cfg.keep_snapshots, self.clock, test_share
-            )
-        finally:
-            self.model.load_state_dict(saved["model"])
-            self.optimizer.load_state_dict(saved["optimizer"])
-            self.scheduler.load_state_dict(saved["scheduler"])
-            self.scaler.load_state_dict(saved["scaler"])
-            _set_rng_state(saved["rng"])
-            self.progress = saved["progress"]
-
     # ---- checkpoints --------------------------------------------------------------------------
 
-    @property
-    def trained_config(self) -> RunConfig:
-        """The run's config with the model it trains: what checkpoints store, so that translation
-        builds that model."""
-        return replace(self.config, model=self.model.cfg)
-
     def state(self, metrics: dict[str, float] | None = None) -> dict[str, Any]:
-        state = inference_state(
-            self.model, self.data.src_tok, self.data.tgt_tok, self.trained_config
-        )
+        """`last.pt`: a snapshot, and all that continues the run exactly."""
+        state = self.snapshot_state()
         state.update(
             optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(),
@@ -576,7 +342,7 @@ class Trainer:
             precision=self.precision.name,
             progress=asdict(self.progress),
             metrics=metrics or {},
-            rng=_rng_state(),
+            rng=rng_state(),
         )
         return state
 
@@ -584,70 +350,37 @@ class Trainer:
         if self.dist.is_main:
             save_checkpoint(self.run_dir / name, self.state(metrics))
 
+    def snapshot_state(self) -> dict[str, Any]:
+        """The weights with the run's config (its `model`, the plan's): a snapshot."""
+        trained = replace(self.config, model=self.model.cfg)
+        return inference_state(self.model, self.data.src_tok, self.data.tgt_tok, trained)
+
     def _snapshot(self, step: int) -> None:
         """Weights only, for averaging; the oldest beyond `keep_snapshots` are deleted."""
         if not self.dist.is_main or self.cfg.keep_snapshots == 0:
             return
-        state = inference_state(
-            self.model, self.data.src_tok, self.data.tgt_tok, self.trained_config
-        )
-        save_checkpoint(snapshot_path(self.run_dir, step), state)
+        save_checkpoint(snapshot_path(self.run_dir, step), self.snapshot_state())
         for old in snapshot_paths(self.run_dir)[: -self.cfg.keep_snapshots]:
             old.unlink()
 
-    def _final_model(self, validator: Validator, log: RunLogger) -> FinalModel | None:
-        """The model the run hands over, `averaged.pt` from the kept snapshots, else `best.pt`,
-        scored on dev and, once, on test (greedy, like every validation)."""
-        kept = snapshot_paths(self.run_dir)[-self.cfg.keep_snapshots :]
-        if self.cfg.keep_snapshots >= 2 and len(kept) >= 2:
-            logger.info("averaging the last %d snapshots into averaged.pt", len(kept))
-            path = self.run_dir / "averaged.pt"
-            averaged = average_checkpoints(kept, path)
-            weights = averaged["model"]
-            description, dev = f"the average of the last {len(kept)} snapshots", None
-        else:
-            path = self.run_dir / "best.pt"
-            if not path.is_file():
-                return None
-            state = load_checkpoint(path, map_location=self.device)
-            weights, dev = state["model"], state["metrics"]
-            description = f"the best dev BLEU, step {state['progress']['step']}"
-        trained = {key: value.clone() for key, value in self.model.state_dict().items()}
-        self.model.load_state_dict(weights)
-        try:
-            if dev is None:
-                dev = validator.run(self.progress.step, log, tag="dev_averaged")
-                logger.info("averaged.pt | dev %s", scores_text(dev))
-                record_dev_scores(path, averaged, self.progress.step, dev)
-            test_sentences = len(self.data.splits["test"])
-            logger.info("translating the test split (%d sentences, greedy)", test_sentences)
-            test = validator.score_test(self.progress.step, log)
-        finally:
-            self.model.load_state_dict(trained)
-        return FinalModel(path, description, dev, test, test_sentences)
-
     def resume(self) -> None:
-        """Continue from `<run_dir>/last.pt` when it exists (every rank reads the same file)."""
+        """Continue from `<run_dir>/last.pt` when it exists (every rank reads the same file); the
+        plan is the one it stored (`planner.py` read it)."""
         path = self.run_dir / "last.pt"
         if not path.exists():
             return
         state = load_last(path, map_location=self.device)
-        progress = Progress(**state["progress"])
-        if progress.planned_steps:
-            warmup = progress.planned_warmup or None  # 0: the plan's own (no re-plan yet)
-            self._use_schedule(
-                Schedule.of(self.cfg, progress.planned_steps, progress.planned_short, warmup)
-            )
+        saved = SavedRun.of(state)
         check_compatible(state, self.model.cfg, self.data.src_tok, self.data.tgt_tok, path)
         load_weights(self.model, state["model"], str(path))
-        check_stopping_settings(state, self.cfg, path)
-        self.progress = progress
-        self.progress.finished = is_finished(state)  # also for files from before the flag
+        check_stopping_settings(saved, self.cfg, path)
+        self.progress = saved.progress
+        self.progress.finished = saved.finished  # also for files from before the flag
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self._keep_saved_precision(state.get("precision"))
         self.scaler.load_state_dict(state["scaler"])
-        _set_rng_state(state["rng"])
+        set_rng_state(state["rng"])
         if self.dist.is_main:
             logger.info("resumed %s at step %d", path, self.progress.step)
 
@@ -665,30 +398,3 @@ class Trainer:
         )
         self.precision = select_precision(saved, self.device)
         self.scaler = self.precision.grad_scaler()
-
-    def _hparams(self) -> dict[str, Any]:
-        config = self.config
-        return {
-            "model.d_model": config.model.d_model,
-            "model.layers": self.model.cfg.n_encoder_layers + self.model.cfg.n_decoder_layers,
-            "tokenizer.vocab_size": config.tokenizer.vocab_size,
-            "training.lr": self.lr,
-            "training.label_smoothing": self.cfg.label_smoothing,
-            "data.loading.batch_tokens": self.batch_tokens,
-            "precision": self.precision.name,
-        }
-
-
-def _rng_state() -> dict[str, Any]:
-    return {
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        "python": list(random.getstate()[1]),
-    }
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"].cpu())
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
-    random.setstate((3, tuple(state["python"]), None))

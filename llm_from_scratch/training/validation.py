@@ -19,7 +19,7 @@ from llm_from_scratch.training.attention_figure import (
     render,
     teacher_forced_attention,
 )
-from llm_from_scratch.training.config import RunConfig
+from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 
@@ -34,7 +34,7 @@ class Validator:
         model: Seq2SeqTransformer,
         data: DataModule,
         precision: Precision,
-        config: RunConfig,
+        config: TrainConfig,
     ) -> None:
         self.model = model
         self.data = data

@@ -7,8 +7,8 @@ import torch
 
 from llm_from_scratch.data.batch import Batch, BPEDropout
 from llm_from_scratch.data.datamodule import DataModule, build_data
-from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 
 
 @pytest.fixture

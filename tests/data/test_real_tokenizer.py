@@ -6,8 +6,8 @@ import dataclasses
 from llm_from_scratch.data.config import DataConfig, ExtraPairs
 from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.paths import PathsConfig
-from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 
 
 def build(cfg: DataConfig, paths: PathsConfig) -> DataModule:

@@ -82,6 +82,7 @@ def test_nbest_above_beam_is_a_config_error(monkeypatch, capsys, checkpoint):
         translate_cli.main(["--checkpoint", str(checkpoint), "--beam", "2", "--nbest", "4", "x"])
 
 
+@pytest.mark.slow
 def test_hostile_stdin_is_translated_line_by_line(checkpoint):
     lines = ["😀 emoji", "", "tab\tand\x00nul\x1b[31m", "x" * 3000, "word " * 400, "\u2028", "."]
     result = run_script(["--checkpoint", str(checkpoint)], "\n".join(lines).encode() + b"\n")
@@ -99,6 +100,7 @@ def test_hostile_stdin_is_translated_line_by_line(checkpoint):
         (["--checkpoint", "missing.pt", "hi"], b"", b"missing.pt does not exist"),
     ],
 )
+@pytest.mark.slow
 def test_bad_input_is_one_line_error(checkpoint, args, stdin, message):
     if not any(arg == "--checkpoint" for arg in args):
         args = ["--checkpoint", str(checkpoint), *args]
@@ -186,6 +188,7 @@ def unbuffered_off() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
 
 
+@pytest.mark.slow
 def test_a_killed_run_keeps_the_lines_it_wrote(checkpoint, tmp_path):
     source = tmp_path / "in.txt"
     # Few enough lines that all their translations fit in the pipe's buffer (the untrained model

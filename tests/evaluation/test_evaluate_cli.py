@@ -110,6 +110,7 @@ def test_help_lists_the_flags_and_the_keys(capsys):
         assert key in help_text
 
 
+@pytest.mark.slow
 def test_hydra_cfg_shows_the_flags_as_keys():
     result = subprocess.run(
         [sys.executable, "scripts/evaluate.py", "--run", "smoke", "--cfg", "job", "--beam", "1",
@@ -123,6 +124,7 @@ def test_hydra_cfg_shows_the_flags_as_keys():
     assert config["decoding"]["length_penalty"] == 2.0
 
 
+@pytest.mark.slow
 def test_shell_completion_ignores_the_flags():
     line = "python scripts/evaluate.py --run smoke --split=dev decoding.len"
     result = subprocess.run(

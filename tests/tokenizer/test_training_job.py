@@ -15,16 +15,14 @@ from omegaconf import OmegaConf
 from llm_from_scratch.data.config import CorpusConfig, DataConfig, ExtraPairs
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import PathsConfig
-from llm_from_scratch.programs.train_tokenizer import (
-    TokenizerJobConfig,
-    compression_stats,
-    load_or_train_tokenizers,
-    read_train_texts,
-    run,
-    tokenizer_paths,
-)
+from llm_from_scratch.programs.train_tokenizer import TokenizerJobConfig, compression_stats, run
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.training.tokenizers import (
+    load_or_train_tokenizers,
+    read_train_texts,
+    tokenizer_paths,
+)
 from tests.settings import DATA_VALUES, other_value
 
 REPO = Path(__file__).resolve().parents[2]
@@ -267,6 +265,7 @@ def test_config_errors_name_key_and_value(changes: dict, message: str) -> None:
 
 
 @pytest.mark.skipif(not (CORPORA / "small_parallel_enja").is_dir(), reason="corpora not present")
+@pytest.mark.slow
 def test_every_split_encodes_without_unknowns_and_round_trips(tmp_path: Path) -> None:
     root = CORPORA / "small_parallel_enja"
     train = (root / "train.ja").read_text(encoding="utf-8").splitlines()[:3000]

@@ -13,8 +13,8 @@ from llm_from_scratch.data.datamodule import build_data
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
 from llm_from_scratch.schema import to_schema
+from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 
 WORDS = [
     "alpha",

@@ -21,7 +21,7 @@ from llm_from_scratch.training.averaging import (
     average_state_dicts,
     snapshot_paths,
 )
-from llm_from_scratch.training.trainer import Trainer
+from llm_from_scratch.training.run import train_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def trained_run(copy_task, tmp_path_factory):
     )  # fmt: skip
     paths = dataclasses.replace(config.paths, run_dir=str(run_dir))
     cfg = dataclasses.replace(config, paths=paths, training=training)
-    Trainer(cfg, data).fit()
+    train_run(cfg, data)
     return run_dir
 
 
@@ -84,6 +84,7 @@ def test_averaging_refuses_checkpoints_of_other_models(trained_run, tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_script_averages_a_run_and_reports_bad_input(trained_run, tmp_path):
     script = str(ROOT / "scripts/average_checkpoints.py")
     output = tmp_path / "avg.pt"

@@ -10,8 +10,9 @@ import torch
 
 from llm_from_scratch.checkpoint import load_checkpoint, restore_for_inference
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.training import trainer as trainer_module
+from llm_from_scratch.training import planner as planner_module
 from llm_from_scratch.training.budget import (
+    PROBE_WARMUP,
     SAFETY_MARGIN,
     Costs,
     Schedule,
@@ -22,13 +23,20 @@ from llm_from_scratch.training.budget import (
 )
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.optim import lr_multiplier
+from llm_from_scratch.training.recipe import describe_recipe, recipe_plan
 from llm_from_scratch.training.run_dir import FinishedRunError, finished_run
+from llm_from_scratch.training.stats import RunTiming
 from llm_from_scratch.training.trainer import Trainer
 
-from .test_trainer import crashing_after_step, fp32
+from .test_trainer import Run, crashing_after_step, fp32
 
 DEFAULT = TrainingConfig(
-    max_steps=4200, warmup_steps=600, eval_every=500, save_every=250, keep_snapshots=5
+    max_steps=4200,
+    warmup_steps=600,
+    eval_every=500,
+    save_every=250,
+    keep_snapshots=5,
+    short_run=None,
 )
 WITH_SHORT_RUN = dataclasses.replace(
     DEFAULT,
@@ -177,7 +185,7 @@ def budgeted(config, run_dir: Path, **changes):
 def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path, caplog):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
-    trainer = Trainer(budgeted(config, tmp_path / "budget", max_time="21"), data, clock=FakeClock())
+    trainer = Run(budgeted(config, tmp_path / "budget", max_time="21"), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     schedule = trainer.schedule
@@ -204,11 +212,12 @@ def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path
         torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
 
 
+@pytest.mark.slow
 def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task, tmp_path, caplog):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
     short = ShortRunConfig(max_steps=60, lr=3e-3, dropout=0.0, warmup=0.2, save_every=0.25)
-    trainer = Trainer(
+    trainer = Run(
         budgeted(config, tmp_path / "budget", max_time="21", short_run=short),
         data,
         clock=FakeClock(),
@@ -229,6 +238,7 @@ def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task
     assert_same_weights(trainer, plain)
 
 
+@pytest.mark.slow
 def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
     copy_task, tmp_path, caplog, monkeypatch
 ):
@@ -243,7 +253,7 @@ def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
 
     monkeypatch.setattr(type(data), "train_loader", spy)
     settings = {"max_time": "35", "max_steps": 200, "short_run": short}
-    trainer = Trainer(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
+    trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     steps = trainer.schedule.steps
@@ -278,13 +288,14 @@ def test_a_budget_switched_to_the_short_recipe_takes_as_many_of_its_steps_as_fit
     assert plan(chosen, 1e6, SLOW_CPU, short=True) == Schedule.of(chosen)
 
 
+@pytest.mark.slow
 def test_a_budgeted_short_run_longer_than_the_recipes_step_budget_is_reproducible(
     copy_task, tmp_path, caplog
 ):
     config, data, _ = copy_task
     short = ShortRunConfig(max_steps=10, min_default_steps=1000, batch_tokens=300, save_every=0.25)
     settings = {"max_time": "35", "max_steps": 200, "short_run": short}
-    trainer = Trainer(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
+    trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     steps = trainer.schedule.steps
@@ -301,13 +312,14 @@ def test_a_budgeted_short_run_longer_than_the_recipes_step_budget_is_reproducibl
 
 
 @pytest.mark.parametrize("min_default_steps", [0, 1000])
+@pytest.mark.slow
 def test_where_a_default_plan_falls_below_its_floor_the_short_recipe_fills_the_budget(
     copy_task, tmp_path, caplog, min_default_steps
 ):
     config, data, _ = copy_task
     short = ShortRunConfig(max_steps=5, min_default_steps=min_default_steps, save_every=0.5)
     settings = {"max_time": "35", "max_steps": 200, "short_run": short}
-    trainer = Trainer(budgeted(config, tmp_path, **settings), data, clock=FakeClock())
+    trainer = Run(budgeted(config, tmp_path, **settings), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     steps = trainer.schedule.steps
@@ -319,14 +331,15 @@ def test_where_a_default_plan_falls_below_its_floor_the_short_recipe_fills_the_b
         assert f"planned {steps} of 200 steps" in caplog.text
 
 
+@pytest.mark.slow
 def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
     copy_task, tmp_path, monkeypatch
 ):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
-    settings = {"max_time": "40", "warmup_steps": 24}
+    settings = {"max_time": "60", "warmup_steps": 36, "save_every": 10}
     clock = StepClock(monkeypatch, probe_step=1.0, run_step=1.2)
-    straight = Trainer(budgeted(config, tmp_path / "straight", **settings), data, clock=clock)
+    straight = Run(budgeted(config, tmp_path / "straight", **settings), data, clock=clock)
     straight.fit()
     schedule = straight.schedule
     assert straight.progress.planned_warmup == schedule.warmup_steps  # it planned again
@@ -336,11 +349,11 @@ def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
     crash_at = (schedule.warmup_steps // schedule.save_every + 1) * schedule.save_every + 1
     assert crash_at < schedule.steps
     with crashing_after_step(monkeypatch, crash_at):  # the probe's updates leave step at 0
-        Trainer(resumed_cfg, data, clock=StepClock(monkeypatch, 1.0, 1.2)).fit()
+        Run(resumed_cfg, data, clock=StepClock(monkeypatch, 1.0, 1.2)).fit()
     # A resumed run does not plan again, however long its start took this time.
     slow_start = FakeClock()
     slow_start.now = 10_000.0
-    resumed = Trainer(resumed_cfg, data, clock=slow_start, started_at=0.0)
+    resumed = Run(resumed_cfg, data, clock=slow_start, started_at=0.0)
     resumed.fit()
     assert resumed.schedule == schedule and resumed.progress.step == schedule.steps
     assert_same_weights(resumed, straight, atol=1e-6)
@@ -352,9 +365,9 @@ def test_the_run_plans_again_at_the_warmups_end_from_its_own_steps(
 ):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
-    settings = {"max_time": "40", "warmup_steps": 24}
+    settings = {"max_time": "60", "warmup_steps": 36, "save_every": 10}
     clock = StepClock(monkeypatch, probe_step=1.0, run_step=run_step)
-    trainer = Trainer(budgeted(config, tmp_path / "budget", **settings), data, clock=clock)
+    trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=clock)
     with caplog.at_level("INFO"):
         trainer.fit()
     first = Schedule.of(trainer.cfg, int(caplog.text.split("planned ")[1].split()[0]))
@@ -362,12 +375,11 @@ def test_the_run_plans_again_at_the_warmups_end_from_its_own_steps(
     assert (schedule.steps > first.steps) == longer and schedule.steps != first.steps
     assert schedule.warmup_steps == first.warmup_steps  # the steps taken stay the new plan's
     assert f"planned again at step {first.warmup_steps} " in caplog.text
-    # the run's first update comes at step 0 too, so StepClock charges it the probe's second
-    measured = (1.0 + (first.warmup_steps - 1) * run_step) / first.warmup_steps
-    assert f"({measured:.2f} s each, the probe's 1.00 s)" in caplog.text
+    # timed from its own updates after the first ones (which StepClock charges the probe's time)
+    assert f"({run_step:.2f} s each, the probe's 1.00 s)" in caplog.text
     # what is left of the budget holds the rest of the run, and not one step more
     spent = clock.now
-    assert spent <= 40 and spent + run_step > 40 * (1 - SAFETY_MARGIN) - 1
+    assert spent <= 60 and spent + run_step > 60 * (1 - SAFETY_MARGIN) - 1
     assert trainer.scheduler.get_last_lr()[0] == 0.0
 
     plain_cfg = step_budget_config(config, tmp_path / "plain", caplog.text, **settings)
@@ -416,9 +428,9 @@ def test_the_probe_prices_the_test_decoding_in_validations(copy_task, tmp_path, 
         shares.append(args[5])
         return measure_costs(*args)
 
-    monkeypatch.setattr(trainer_module, "measure_costs", spy)
+    monkeypatch.setattr(planner_module, "measure_costs", spy)
     settings = {"max_time": "1h", "max_steps": 2, "warmup_steps": 1, "dev_bleu_sentences": 8}
-    Trainer(budgeted(config, tmp_path, **settings), data).fit()
+    Run(budgeted(config, tmp_path, **settings), data).fit()
     dev_tokens = sum(data.splits["dev"]["tgt_len"][:8])  # the dev sentences a validation decodes
     assert shares == [sum(data.splits["test"]["tgt_len"]) / dev_tokens]
 
@@ -427,6 +439,7 @@ def layer_counts(model) -> tuple[int, int]:
     return len(model.encoder.layers), len(model.decoder.layers)
 
 
+@pytest.mark.slow
 def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
     copy_task, tmp_path
 ):
@@ -436,7 +449,7 @@ def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
         max_steps=60, dropout=0.0, n_encoder_layers=2, n_decoder_layers=3, save_every=0.5
     )
     cfg = budgeted(config, tmp_path, max_steps=6, short_run=short, keep_snapshots=2)
-    trainer = Trainer(cfg, data)
+    trainer = Run(cfg, data)
     trainer.fit()
     assert (config.model.n_encoder_layers, config.model.n_decoder_layers) == (1, 1)
     assert layer_counts(trainer.model) == (2, 3)
@@ -455,22 +468,67 @@ def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
         finished_run(tmp_path, dataclasses.replace(cfg, training=default_recipe))
 
 
+@pytest.mark.slow
 def test_a_resumed_planned_short_run_rebuilds_its_model_and_equals_an_uninterrupted_one(
     copy_task, tmp_path, monkeypatch
 ):
     config, data, _ = copy_task
     short = ShortRunConfig(max_steps=150, lr=3e-3, batch_tokens=300, save_every=0.25)
     settings = {"max_time": "35", "max_steps": 200, "short_run": short}
-    straight = Trainer(budgeted(config, tmp_path / "straight", **settings), data, clock=FakeClock())
+    straight = Run(budgeted(config, tmp_path / "straight", **settings), data, clock=FakeClock())
     straight.fit()
     assert straight.schedule.short and layer_counts(straight.model) == (2, 2)
 
     resumed_cfg = budgeted(config, tmp_path / "resumed", **settings)
     with crashing_after_step(monkeypatch, straight.schedule.save_every + 1):
-        Trainer(resumed_cfg, data, clock=FakeClock()).fit()
-    resumed = Trainer(resumed_cfg, data, clock=FakeClock())
-    assert layer_counts(resumed.model) == (1, 1)  # the command's model, until last.pt's plan
+        Run(resumed_cfg, data, clock=FakeClock()).fit()
+    resumed = Run(resumed_cfg, data, clock=FakeClock())
     resumed.fit()
     assert resumed.progress.step == straight.schedule.steps
     for ours, theirs in zip(resumed.model.parameters(), straight.model.parameters(), strict=True):
         torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(("budget", "tolerance"), [(120.0, 0.10), (300.0, 0.05), (1800.0, 0.05)])
+@pytest.mark.parametrize("drift", [0.85, 1.0, 1.2])
+def test_budgets_from_two_minutes_up_end_within_their_tolerance(budget, tolerance, drift):
+    """Planned from the probe, planned again from the run's own steps at the warm-up's end (which
+    run `drift` times the probe's): the whole command ends inside its budget, close to it."""
+    setup = 12.0  # data, tokenizers and the probe, before the first step
+    probed = Costs(step=0.6, validation=8.0, save=0.3, averaging=10.0, final_test=8.0)
+    actual = dataclasses.replace(probed, step=probed.step * drift)
+    first = plan(DEFAULT, budget - setup, probed)
+    done = first.warmup_steps
+    spent = setup + done * actual.step + done // first.save_every * actual.save
+    again = replan(DEFAULT, first, done, budget - spent, actual)
+    assert again.warmup_steps == first.warmup_steps
+    total = setup + run_seconds(again, actual)
+    assert budget * (1 - tolerance) <= total <= budget
+
+
+def test_the_run_is_timed_after_its_first_updates_as_the_probe_is():
+    timing = RunTiming(from_step=PROBE_WARMUP)
+    readings = [10.0, 13.0, 13.5, 14.0, 14.5, 14.75, 15.0]  # the first updates are slower
+    for step, now in enumerate(readings, start=1):
+        if step > 1:
+            timing.pause(0.1 if step == 6 else 0.0)  # a save after step 5
+        timing.add(step, now, tokens=100)
+    assert timing.start == 14.0 and timing.steps == 3 and timing.tokens == 300
+    assert timing.paused == 0.1
+
+
+def test_a_model_the_command_chose_is_kept_by_the_short_recipe(copy_task):
+    config, _, _ = copy_task
+    short = ShortRunConfig(max_steps=60, lr=3e-3, dropout=0.0, batch_tokens=300)
+    config = dataclasses.replace(
+        config, training=dataclasses.replace(config.training, max_steps=20, short_run=short)
+    )
+    schedule = Schedule.of(config.training)
+    assert schedule.short
+    recipe = recipe_plan(config, schedule)
+    assert (recipe.model.n_encoder_layers, recipe.model.dropout) == (2, 0.0)
+    kept = recipe_plan(config, schedule, keep_model=True)
+    assert kept.model == config.model and (kept.lr, kept.batch_tokens) == (3e-3, 300)
+    assert "1 encoder and 1 decoder layers (the model the command chose, kept)" in (
+        describe_recipe(kept)
+    )

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from llm_from_scratch.checkpoint import load_checkpoint
 
 from .commands import copy_task_overrides
@@ -13,6 +15,7 @@ from .commands import copy_task_overrides
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_two_process_gloo_ddp_trains(copy_corpus, tmp_path):
     run_dir = tmp_path / "run"
     overrides = [
@@ -44,15 +47,16 @@ def test_two_process_gloo_ddp_trains(copy_corpus, tmp_path):
     assert again.stdout.count("is finished at step 6") == 1
 
 
+@pytest.mark.slow
 def test_two_processes_plan_a_budget_and_plan_it_again_together(copy_corpus, tmp_path):
     """Each rank times its own steps; rank 0's plans hold for both, or the job would hang."""
     run_dir = tmp_path / "run"
     overrides = [
         *copy_task_overrides(copy_corpus, tmp_path, run_dir),
         "training.precision=fp32",
-        "training.max_time=20",
+        "training.max_time=40",
         "training.max_steps=100000",
-        "training.warmup_steps=5000",
+        "training.warmup_steps=50000",  # long enough to time the run's own steps
         "training.eval_every=100000",
         "training.save_every=100000",
     ]

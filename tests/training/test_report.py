@@ -14,10 +14,9 @@ from llm_from_scratch.checkpoint import load_checkpoint
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.train import summary, translate_command
 from llm_from_scratch.training.report import FinalModel, format_elapsed, validation_line
-from llm_from_scratch.training.trainer import Trainer
 
 from .commands import copy_task_overrides
-from .test_trainer import fp32
+from .test_trainer import Run, fp32
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VALIDATION = re.compile(
@@ -64,7 +63,7 @@ def test_one_line_per_validation_then_the_final_model_in_the_log(
     settings = {"eval_every": 10, "save_every": 10, "keep_snapshots": 2, "warmup_steps": 5}
     config = fp32(config, tmp_path / "run", max_steps=30, dev_bleu_sentences=8, **settings)
     handlers = list(logging.getLogger().handlers)
-    trainer = Trainer(config, data)
+    trainer = Run(config, data)
     trainer.fit()
     assert logging.getLogger().handlers == handlers  # the console goes back as it was
 
@@ -93,7 +92,7 @@ def test_one_line_per_validation_then_the_final_model_in_the_log(
 def test_without_snapshots_the_final_model_is_best_pt_with_its_dev_scores(copy_task, tmp_path):
     config, data, _ = copy_task
     settings = {"eval_every": 10, "save_every": 10, "keep_snapshots": 0, "warmup_steps": 5}
-    trainer = Trainer(fp32(config, tmp_path, max_steps=20, dev_bleu_sentences=8, **settings), data)
+    trainer = Run(fp32(config, tmp_path, max_steps=20, dev_bleu_sentences=8, **settings), data)
     trainer.fit()
     final = trainer.final
     best = load_checkpoint(tmp_path / "best.pt")
@@ -143,6 +142,7 @@ def test_a_run_outside_runs_dir_is_translated_by_its_checkpoint(tmp_path):
     assert command.endswith(f'scripts/translate.py --checkpoint {model} "Hello."')
 
 
+@pytest.mark.slow
 def test_train_log_of_a_run_tells_every_stage(copy_corpus, tmp_path):
     """`scripts/train.py` as a user runs it: Hydra's train.log holds the stages before the
     first step, one line per validation, and the summary; the terminal shows the same lines."""

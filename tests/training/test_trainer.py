@@ -16,6 +16,7 @@ from llm_from_scratch import precision as precision_module
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.training.averaging import snapshot_paths
+from llm_from_scratch.training.run import train_run
 from llm_from_scratch.training.trainer import Trainer, TrainingError
 from tests.decoding.builders import MISFIT_MESSAGES, misfit_weights
 
@@ -33,6 +34,24 @@ def fp32(config: TrainConfig, run_dir: Path, **changes) -> TrainConfig:
     return with_trainer(config, run_dir, precision="fp32", device="cpu", **changes)
 
 
+class Run:
+    """A run as `make train` runs it (`train_run`: plan, train, final model), started by `fit`;
+    then its trainer's attributes, and `final`."""
+
+    def __init__(self, config: TrainConfig, data, **kwargs) -> None:
+        self.arguments = (config, data, kwargs)
+
+    def fit(self) -> dict[str, float]:
+        config, data, kwargs = self.arguments
+        run = train_run(config, data, **kwargs)
+        self.trainer, self.final = run.trainer, run.final
+        return run.metrics
+
+    def __getattr__(self, name: str):
+        return getattr(self.__dict__["trainer"], name)
+
+
+@pytest.mark.slow
 def test_copy_task_reaches_high_bleu(copy_task, tmp_path):
     config, data, _ = copy_task
     model = dataclasses.replace(config.model, d_model=64, n_heads=4, d_ff=128)

@@ -1,0 +1,160 @@
+"""Plan, then train: the `Plan` a run trains, fixed before its `Trainer` is built.
+
+A step-budget run trains `training.max_steps` steps of its recipe (`recipe.py`). A resumed run
+keeps the plan its `last.pt` stored. Under a time budget (`training.max_time`, see `budget.py`)
+the planner times a few updates, a validation and a save of a throw-away trainer of each recipe
+it weighs, picks the recipe and step count, and hands the trainer its `replan`: at the warm-up's
+end, the step count again from the run's own steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from llm_from_scratch.checkpoint import save_checkpoint
+from llm_from_scratch.data.datamodule import DataModule
+from llm_from_scratch.training.budget import Costs, Schedule, describe, measure_costs, plan, replan
+from llm_from_scratch.training.config import TrainConfig
+from llm_from_scratch.training.distributed import Distributed
+from llm_from_scratch.training.recipe import Plan, describe_recipe, recipe_plan
+from llm_from_scratch.training.state import Progress
+from llm_from_scratch.training.trainer import Trainer
+
+logger = logging.getLogger(__name__)
+
+
+class BudgetPlanner:
+    def __init__(
+        self,
+        config: TrainConfig,
+        data: DataModule,
+        dist: Distributed | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        started_at: float | None = None,
+        keep_model: bool = False,
+    ) -> None:
+        """`started_at`: `clock()` when the program started, so that a time budget counts the
+        data and tokenizer preparation too (default: now). `keep_model`: the command chose its
+        model, which a short recipe then keeps."""
+        self.config = config
+        self.cfg = config.training
+        self.data = data
+        self.dist = dist or Distributed()
+        self.clock = clock
+        self.started_at = clock() if started_at is None else started_at
+        self.keep_model = keep_model
+        self.costs: Costs | None = None  # the chosen plan's probe, until the re-plan
+
+    def plan(self, saved: Progress | None = None) -> Plan:
+        """The run's plan; `saved`: the progress of the run's `last.pt`, when it has one."""
+        budget = self.cfg.budget_seconds
+        if saved is not None and (saved.planned_steps or saved.step):
+            planned = self._plan_of(saved.schedule(self.cfg))  # it keeps the plan it started with
+            return replace(planned, budgeted=bool(saved.planned_steps))
+        if budget is None:
+            chosen = self._plan_of(Schedule.of(self.cfg))
+            if chosen.schedule.short and self.dist.is_main:
+                logger.info("%s", describe_recipe(chosen))
+            return chosen
+        return replace(self._budget_plan(budget), budgeted=True)
+
+    def _plan_of(self, schedule: Schedule) -> Plan:
+        return recipe_plan(self.config, schedule, self.keep_model)
+
+    def _budget_plan(self, budget: float) -> Plan:
+        """The step-budget run's recipe for as many steps as fit; where those are fewer than its
+        `max_steps`, the short recipe (`training.short_run`) for as many of its steps as fit, if
+        even its own length does not fit or the default's would be fewer than its
+        `min_default_steps`."""
+        full = Schedule.of(self.cfg)
+        costs, speed = self._probe(self._plan_of(full))
+        schedule = self._agreed(plan(self.cfg, self._seconds_left(budget), costs, full.short))
+        short = self.cfg.short_run
+        if short is not None and not schedule.short and schedule.steps < full.steps:
+            trial = self._plan_of(Schedule.of(self.cfg, short.max_steps, short=True))
+            short_costs, short_speed = self._probe(trial)  # its own model: its own steps and saves
+            candidate = plan(self.cfg, self._seconds_left(budget), short_costs, short=True)
+            candidate = self._agreed(candidate)
+            too_few = schedule.steps < short.min_default_steps
+            if too_few or candidate.steps < short.max_steps:
+                schedule, speed, costs = candidate, short_speed, short_costs
+        self.costs = costs
+        chosen = self._plan_of(schedule)
+        if self.dist.is_main:
+            logger.info(
+                "timed: an update %.2f s, a validation %.1f s, a save %.2f s",
+                costs.step,
+                costs.validation,
+                costs.save,
+            )
+            logger.info("%s", describe(schedule, full, budget, speed, self.cfg))
+            if schedule.short:
+                logger.info("%s", describe_recipe(chosen))
+        return chosen
+
+    def replan(
+        self, schedule: Schedule, done: int, steps: int, seconds: float, tokens: int
+    ) -> Schedule:
+        """The rest of the run after its `done` steps, planned from its own `steps` updates,
+        which took `seconds` and trained on `tokens`: the warm-up stays, so the steps taken are
+        the new plan's too."""
+        budget, costs = self.cfg.budget_seconds, self.costs
+        assert budget is not None and costs is not None
+        run_costs = replace(costs, step=seconds / max(steps, 1))
+        again = replan(self.cfg, schedule, done, self._seconds_left(budget), run_costs)
+        again = self._agreed(again, warmup=schedule.warmup_steps)
+        if self.dist.is_main:
+            speed = tokens * self.dist.world_size / max(seconds, 1e-9)
+            logger.info(
+                "planned again at step %d from the run's own steps (%.2f s each, the probe's "
+                "%.2f s): %s",
+                done,
+                run_costs.step,
+                costs.step,
+                describe(again, Schedule.of(self.cfg), budget, speed, self.cfg),
+            )
+        return again
+
+    def _seconds_left(self, budget: float) -> float:
+        return budget - (self.clock() - self.started_at)
+
+    def _agreed(self, schedule: Schedule, warmup: int | None = None) -> Schedule:
+        """Rank 0's plan, on every rank: their probes time different batches (`warmup`: one
+        kept from the first plan, which every rank agreed on)."""
+        steps = self.dist.sum(schedule.steps if self.dist.is_main else 0)
+        short = self.dist.sum(int(schedule.short) if self.dist.is_main else 0)
+        return Schedule.of(self.cfg, steps, short=bool(short), warmup=warmup)
+
+    def _probe(self, trial: Plan) -> tuple[Costs, float]:
+        """Time a few updates of a throw-away trainer of `trial` on the run's first batches, a
+        validation and a save: the run's own trainer then starts as if they never happened."""
+        trainer = Trainer(self.config, self.data, trial, self.dist, clock=self.clock)
+        validator = trainer.validator()
+        batches = trainer.batches()
+        probe_file = trainer.run_dir / ".budget-probe.pt"
+
+        def run_step() -> int:
+            group = next(batches)
+            trainer.update(group)
+            return sum(batch.src_tokens + batch.tgt_tokens for batch in group)
+
+        def save() -> None:  # last.pt, and the snapshot that goes with it
+            if not self.dist.is_main:
+                return
+            save_checkpoint(probe_file, trainer.state())
+            probe_file.unlink()
+            if self.cfg.keep_snapshots:
+                save_checkpoint(probe_file, trainer.snapshot_state())
+                probe_file.unlink()
+
+        def rehearse() -> None:
+            if validator is not None:
+                validator.rehearse()
+
+        test_share = validator.test_share() if validator is not None else 0.0
+        return measure_costs(
+            run_step, rehearse, save, self.cfg.keep_snapshots, self.clock, test_share
+        )

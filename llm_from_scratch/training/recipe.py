@@ -1,0 +1,58 @@
+"""What a run trains: a `Plan`, its schedule and the model and settings of the schedule's recipe.
+
+A schedule of `training.short_run`'s recipe (a step budget of at most its `max_steps`, or a time
+budget's choice, see `planner.py`) trains that recipe's learning rate and batch size, and its
+layers and dropout in the run's model, unless the command chose the model (`model=...`): then
+the model is the one chosen, and the log says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.training.budget import Schedule
+from llm_from_scratch.training.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A run's schedule, and the model, peak learning rate and batch size it trains."""
+
+    schedule: Schedule
+    model: ModelConfig
+    lr: float
+    batch_tokens: int
+    budgeted: bool = False  # a time budget fixed the step count (stored in the checkpoints)
+    model_kept: bool = False  # a short recipe that keeps the model the command chose
+
+
+def recipe_plan(config: TrainConfig, schedule: Schedule, keep_model: bool = False) -> Plan:
+    """The plan of `schedule`: the default recipe's settings, or the short recipe's for a short
+    schedule (`keep_model`: the command chose its model, which the recipe then keeps)."""
+    recipe = config.training.short_run if schedule.short else None
+    if recipe is None:
+        return Plan(schedule, config.model, config.training.lr, config.data.loading.batch_tokens)
+    model = config.model
+    if not keep_model:
+        model = replace(
+            model,
+            dropout=recipe.dropout,
+            n_encoder_layers=recipe.n_encoder_layers or model.n_encoder_layers,
+            n_decoder_layers=recipe.n_decoder_layers or model.n_decoder_layers,
+        )
+    batch_tokens = recipe.batch_tokens or config.data.loading.batch_tokens
+    return Plan(schedule, model, recipe.lr, batch_tokens, model_kept=keep_model)
+
+
+def describe_recipe(plan: Plan) -> str:
+    """The log line of a short recipe's plan."""
+    schedule, model = plan.schedule, plan.model
+    kept = " (the model the command chose, kept)" if plan.model_kept else ""
+    return (
+        f"the short recipe (training.short_run) for {schedule.steps:,} steps: "
+        f"{model.n_encoder_layers} encoder and {model.n_decoder_layers} decoder layers{kept}, "
+        f"dropout {model.dropout:g}, learning rate {plan.lr:g}, batches of {plan.batch_tokens} "
+        f"tokens, warm-up {schedule.warmup_steps} steps, a snapshot every "
+        f"{schedule.save_every} steps"
+    )

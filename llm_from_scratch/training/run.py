@@ -1,0 +1,70 @@
+"""A run in three steps: plan (`planner.py`), train (`trainer.py`), hand over the final model
+(`final.py`). `make train` calls `train_run` once the data and tokenizers are ready."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from llm_from_scratch.data.datamodule import DataModule
+from llm_from_scratch.training.config import TrainConfig
+from llm_from_scratch.training.distributed import Distributed
+from llm_from_scratch.training.final import final_model
+from llm_from_scratch.training.planner import BudgetPlanner
+from llm_from_scratch.training.report import FinalModel, hparams
+from llm_from_scratch.training.run_dir import load_last
+from llm_from_scratch.training.state import SavedRun
+from llm_from_scratch.training.trainer import Trainer
+
+
+@dataclass
+class TrainedRun:
+    trainer: Trainer
+    metrics: dict[str, float]  # the last validation's dev metrics; empty: nothing was trained
+    final: FinalModel | None  # the model handed over, on the main process
+
+
+def train_run(
+    config: TrainConfig,
+    data: DataModule,
+    dist: Distributed | None = None,
+    started_at: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    keep_model: bool = False,
+) -> TrainedRun:
+    """Plan, train and score the run of `config` (resumed from its `last.pt` when there is one).
+    `started_at`: `clock()` when the program started, for a time budget; `keep_model`: the command
+    chose its model, which the short recipe then keeps."""
+    dist = dist or Distributed()
+    planner = BudgetPlanner(config, data, dist, clock, started_at, keep_model)
+    run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
+    saved = saved_run(run_dir)
+    plan = planner.plan(saved.progress if saved is not None else None)
+    replan = planner.replan if planner.costs is not None else None
+    trainer = Trainer(config, data, plan, dist, clock=clock, replan=replan)
+    if saved is not None and saved.finished:
+        return TrainedRun(trainer, trainer.fit(), None)  # which checks the stopping settings
+    log = trainer.run_logger()
+    try:
+        metrics = trainer.fit(log)
+        final = None
+        validator = trainer.validator()
+        if metrics and validator is not None:
+            cfg = config.training
+            step = trainer.progress.step
+            final = final_model(trainer.model, validator, run_dir, cfg.keep_snapshots, step, log)
+            run_hparams = hparams(config, plan, trainer.model, trainer.precision.name)
+            log.hparams(run_hparams, {f"hparam/{k}": v for k, v in metrics.items()})
+    finally:
+        log.close()
+    return TrainedRun(trainer, metrics, final)
+
+
+def saved_run(run_dir: Path) -> SavedRun | None:
+    """What the run's `last.pt` says of it (None: it has none)."""
+    path = run_dir / "last.pt"
+    if not path.is_file():
+        return None
+    return SavedRun.of(load_last(path, mmap=True))

@@ -1,0 +1,153 @@
+"""A run's state: where training stands (`Progress`, saved in every checkpoint) and what that
+says about the run: its plan, whether it stops, and why.
+
+The trainer asks these questions while it trains; `run_dir.py` asks them of a saved `last.pt`
+before a rerun writes anything. A new reason to stop is a new field here and a new line in
+`stop_reason`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, fields
+from typing import Any
+
+import torch
+
+from llm_from_scratch.schema import to_schema
+from llm_from_scratch.training.budget import Schedule
+from llm_from_scratch.training.config import TrainingConfig
+
+# The settings that say when a run stops.
+STOPPING_SETTINGS = ("max_steps", "max_time", "max_epochs", "patience")
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved in every checkpoint so a resumed run continues exactly."""
+
+    step: int = 0  # optimizer steps taken (skipped non-finite updates included)
+    epoch: int = 0
+    batch_in_epoch: int = 0  # batches of `epoch` this rank has consumed
+    elapsed: float = 0.0  # seconds of training, summed over resumed runs
+    planned_steps: int = 0  # the step count `training.max_time` fixed; 0: not planned
+    planned_short: bool = False  # the plan is of `training.short_run`'s recipe
+    planned_warmup: int = 0  # a re-planned run's warm-up, its first plan's; 0: its recipe's
+    best_bleu: float = -1.0
+    best_step: int = 0  # the step of best.pt
+    evals_without_improvement: int = 0
+    nonfinite_in_a_row: int = 0
+    finished: bool = False  # the run stopped: running it again trains nothing
+
+    @classmethod
+    def saved(cls, data: dict[str, Any]) -> Progress:
+        """The progress a checkpoint stored (a field it predates takes its default)."""
+        known = {field.name for field in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+    def schedule(self, cfg: TrainingConfig) -> Schedule:
+        """The run's schedule: the plan a time budget fixed, else `cfg`'s."""
+        if not self.planned_steps:
+            return Schedule.of(cfg)
+        warmup = self.planned_warmup or None  # 0: the plan's own (no re-plan yet)
+        return Schedule.of(cfg, self.planned_steps, self.planned_short, warmup)
+
+    def record_validation(self, bleu: float) -> bool:
+        """Count a validation's dev BLEU towards the best and the patience; True: a new best."""
+        improved = bleu > self.best_bleu
+        if improved:
+            self.best_bleu, self.best_step = bleu, self.step
+        self.evals_without_improvement = 0 if improved else self.evals_without_improvement + 1
+        return improved
+
+    def record_plan(self, schedule: Schedule, first: bool) -> None:
+        """Store a budget's plan (`first`: before the first step; else the re-plan, which keeps
+        the first plan's warm-up)."""
+        self.planned_steps = schedule.steps
+        if first:
+            self.planned_short = schedule.short
+        else:
+            self.planned_warmup = schedule.warmup_steps
+
+
+def out_of_steps(progress: Progress, steps: int, cfg: TrainingConfig) -> bool:
+    """Whether a run at `progress` has trained its `steps` or `cfg`'s epochs."""
+    epochs_done = cfg.max_epochs is not None and progress.epoch >= cfg.max_epochs
+    return progress.step >= steps or epochs_done
+
+
+def out_of_patience(progress: Progress, cfg: TrainingConfig) -> bool:
+    """Whether early stopping ends a run at `progress` under `cfg`'s patience."""
+    return cfg.patience is not None and progress.evals_without_improvement >= cfg.patience
+
+
+def stop_reason(progress: Progress, steps: int, cfg: TrainingConfig) -> str | None:
+    """Why a run at `progress`, planned for `steps` under `cfg`'s stopping settings, stops (None:
+    it trains on)."""
+    if progress.step >= steps:
+        return f"it trained all its {steps} steps"
+    if out_of_patience(progress, cfg):
+        return f"early stopping: no dev BLEU improvement in {cfg.patience} evaluations"
+    if out_of_steps(progress, steps, cfg):
+        return f"it trained its {cfg.max_epochs} epochs"
+    return None
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """What a run's `last.pt` says about the run: its progress and the settings it trained."""
+
+    progress: Progress
+    training: TrainingConfig
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> SavedRun:
+        saved = dict(state["config"]["training"])
+        known = {field.name for field in fields(TrainingConfig)}
+        training = {key: value for key, value in saved.items() if key in known}
+        return cls(Progress.saved(state["progress"]), to_schema(training, TrainingConfig))
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.progress.schedule(self.training)
+
+    @property
+    def finished(self) -> bool:
+        """Whether no step of the run is left to train."""
+        return self.progress.finished or self.progress.step >= self.schedule.steps
+
+    @property
+    def reason(self) -> str:
+        return stop_reason(self.progress, self.schedule.steps, self.training) or "it stopped"
+
+    def changed_stopping_settings(self, cfg: TrainingConfig) -> list[str]:
+        return [
+            f"training.{key}={getattr(cfg, key)} (it had {getattr(self.training, key)})"
+            for key in STOPPING_SETTINGS
+            if getattr(cfg, key) != getattr(self.training, key)
+        ]
+
+    def stops_under(self, cfg: TrainingConfig) -> bool:
+        """Whether a run with `cfg`'s stopping settings stops where this one stands."""
+        if any(
+            getattr(cfg, key) != getattr(self.training, key) for key in ("max_steps", "max_time")
+        ):
+            return False  # another schedule: other steps
+        steps = self.schedule.steps
+        return out_of_steps(self.progress, steps, cfg) or out_of_patience(self.progress, cfg)
+
+
+def rng_state() -> dict[str, Any]:
+    """The random number generators' states, which a resumed run continues from."""
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "python": list(random.getstate()[1]),
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"].cpu())
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+    random.setstate((3, tuple(state["python"]), None))

@@ -1,0 +1,139 @@
+"""A run's tokenizers: loaded when trained before for the same settings, else trained on the
+train split and saved. `make train` and `make tokenizer` get them here.
+
+They live in the training stage, the lowest layer that may read both the data (the train split)
+and the tokenizer stage (BPE training), which `tests/test_layering.py` keeps apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from llm_from_scratch.atomic import build_lock
+from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.corpus import load_split
+from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from llm_from_scratch.tokenizer.config import TokenizerConfig
+
+logger = logging.getLogger(__name__)
+
+
+def read_train_texts(data_cfg: DataConfig, paths: PathsConfig) -> tuple[list[str], list[str]]:
+    """Source and target sentences of the train split, read by the data module."""
+    train = load_split(data_cfg, "train", paths)
+    return list(train["src"]), list(train["tgt"])
+
+
+def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
+    """Everything a trained tokenizer depends on: the whole tokenizer config and the settings
+    that say which texts the train split holds (`data.corpus`)."""
+    return {
+        "dataset": data_cfg.name,
+        "corpus": asdict(data_cfg.corpus),
+        "tokenizer": asdict(tok_cfg),
+    }
+
+
+def tokenizer_paths(
+    data_cfg: DataConfig, tok_cfg: TokenizerConfig, paths: PathsConfig
+) -> tuple[Path, Path]:
+    """Where the source and target tokenizers live (the same path twice when shared).
+
+    The name carries the dataset, language and vocabulary size, plus a digest of
+    `tokenizer_settings`, so a changed setting never picks up a stale file.
+    """
+    settings = json.dumps(tokenizer_settings(data_cfg, tok_cfg), sort_keys=True)
+    digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
+    directory = Path(paths.tokenizer_dir)
+    corpus = data_cfg.corpus
+
+    def path(lang: str) -> Path:
+        return directory / f"{data_cfg.name}.{lang}.bpe{tok_cfg.vocab_size}.{digest}.json"
+
+    if tok_cfg.shared:
+        shared = path(f"{corpus.src_lang}-{corpus.tgt_lang}")
+        return shared, shared
+    return path(corpus.src_lang), path(corpus.tgt_lang)
+
+
+def load_or_train_tokenizers(
+    data_cfg: DataConfig, tok_cfg: TokenizerConfig, paths: PathsConfig
+) -> tuple[BPETokenizer, BPETokenizer]:
+    """The (source, target) tokenizers: loaded when saved before, else trained on the train
+    split (read only then) and saved."""
+    src_path, tgt_path = tokenizer_paths(data_cfg, tok_cfg, paths)
+    texts: tuple[list[str], list[str]] | None = None
+
+    def train_texts() -> tuple[list[str], list[str]]:
+        nonlocal texts
+        texts = texts or read_train_texts(data_cfg, paths)
+        return texts
+
+    corpus = data_cfg.corpus
+    if tok_cfg.shared:
+        shared = _load_or_train(
+            src_path,
+            tok_cfg,
+            lambda: [*train_texts()[0], *train_texts()[1]],
+            f"shared {corpus.src_lang}-{corpus.tgt_lang}",
+            tok_cfg.normalization,
+        )
+        return shared, shared
+    source = _load_or_train(
+        src_path, tok_cfg, lambda: train_texts()[0], corpus.src_lang, tok_cfg.normalization
+    )
+    target = _load_or_train(
+        tgt_path, tok_cfg, lambda: train_texts()[1], corpus.tgt_lang, tok_cfg.target_normalization
+    )
+    return source, target
+
+
+def _load_or_train(
+    path: Path,
+    tok_cfg: TokenizerConfig,
+    texts: Callable[[], list[str]],
+    label: str,
+    normalization: str,
+) -> BPETokenizer:
+    # Locked: a second run that needs this tokenizer waits for the first to train it, then loads it.
+    with build_lock(path, f"the tokenizer {path}"):
+        if path.is_file():
+            return BPETokenizer.load(path)
+        return _train(path, tok_cfg, texts, label, normalization)
+
+
+def _train(
+    path: Path,
+    tok_cfg: TokenizerConfig,
+    texts: Callable[[], list[str]],
+    label: str,
+    normalization: str,
+) -> BPETokenizer:
+    logger.info("training the %s tokenizer: BPE, %s pieces", label, f"{tok_cfg.vocab_size:,}")
+    started = time.perf_counter()
+    sentences = texts()
+    tok = BPETokenizer.train(
+        sentences,
+        tok_cfg.vocab_size,
+        character_coverage=tok_cfg.character_coverage,
+        normalization=normalization,
+        pretokenizer=tok_cfg.pretokenizer,
+        special_tokens=tok_cfg.special_tokens,
+    )
+    tok.save(path)
+    seconds = time.perf_counter() - started
+    logger.info(
+        "trained the %s tokenizer on %s sentences in %.1f s: %s",
+        label,
+        f"{len(sentences):,}",
+        seconds,
+        path,
+    )
+    return tok
