@@ -17,6 +17,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("atomic", "paths", "device", "precision", "schema"),
     ("tokenizer", "model", "data", "evaluation"),
     ("checkpoint",),
+    ("export",),
     ("decoding",),
     ("training",),
     ("serving",),

@@ -4,11 +4,13 @@
     evaluate.py --run smoke --split dev --beam 1      another run, dev, greedy search
     evaluate.py --checkpoint runs/a/best.pt --limit 100
     evaluate.py --run a --ensemble runs/b/averaged.pt decoding.length_penalty=1.4
+    evaluate.py --engine ctranslate2                  run default's CTranslate2 export
     evaluate.py --cfg job                             print the composed config (Hydra's --cfg)
 
 Flags pick the model, the data and the device; any other key of configs/evaluate.yaml is set as
 KEY=VALUE. Writes `hypotheses.txt` and `metrics.json` to --output-dir (default: `eval-<split>/`
-beside the checkpoint; for an ensemble, `eval-<split>-ensemble/`) and prints the scores with
+beside the checkpoint; for an ensemble, `eval-<split>-ensemble/`; for an export,
+`eval-<split>-ctranslate2/` beside it) and prints the scores with
 their sacreBLEU signatures; which model was loaded, with its step and dev BLEU, goes to stderr.
 """
 
@@ -33,6 +35,7 @@ from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.corpus import detokenize_ja, is_segmented, load_split
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.ctranslate2_engine import ENGINES
 from llm_from_scratch.decoding.translator import (
     Translation,
     Translator,
@@ -48,6 +51,7 @@ from llm_from_scratch.evaluation.report import (
     has_repeated_ngram,
     write_evaluation,
 )
+from llm_from_scratch.export.ctranslate2_model import run_export_dir
 from llm_from_scratch.paths import PathsConfig, config_dir
 from llm_from_scratch.programs.arguments import (
     DEFAULT_RUN,
@@ -89,11 +93,17 @@ class EvaluateConfig:
     data: DataConfig | None = None  # None: the dataset the checkpoint was trained on
     decoding: DecodingConfig = MISSING
     device: str = "auto"  # auto: CUDA when available, else CPU
+    # torch: the checkpoint; ctranslate2: its export (`make export`), where `checkpoint` names
+    # the export directory and `run` looks in runs/<run>/ctranslate2/.
+    engine: str = "torch"
     output_dir: str | None = None  # None: eval-<split>/ beside the checkpoint
     limit: int | None = None  # score only the first `limit` sentences (quick checks)
 
     def __post_init__(self) -> None:
         check_choice("split", self.split, SPLITS)
+        check_choice("engine", self.engine, ENGINES)
+        if self.engine == "ctranslate2" and self.ensemble:
+            raise ConfigError("engine=ctranslate2 decodes one exported model, not an ensemble")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"limit={self.limit} must be at least 1")
 
@@ -110,21 +120,15 @@ def main(argv: Sequence[str]) -> int:
 
 def evaluate(config: EvaluateConfig) -> int:
     """Translate `config.split` with the model `config` names, score it, write the results."""
-    checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
-    default_dir = f"eval-{config.split}{'-ensemble' if config.ensemble else ''}"
-    output_dir = Path(config.output_dir or checkpoint.parent / default_dir)
+    translator, checkpoint, run_config = _load_translator(config)
+    suffix = "-ensemble" if config.ensemble else ""
+    suffix = "-ctranslate2" if config.engine == "ctranslate2" else suffix
+    output_dir = Path(config.output_dir or checkpoint.parent / f"eval-{config.split}{suffix}")
     check_output_dir(output_dir, "output_dir")  # before decoding, which takes a while
-    restored = restore_models([checkpoint, *config.ensemble], resolve_device(config.device))
-    for summary in restored.checkpoints:
+    for summary in translator.checkpoints:
         print(f"model: {summary}", file=sys.stderr)
-    data = config.data or to_schema(restored.config["data"], DataConfig)
-    translator = Translator(
-        restored.model,
-        restored.src_tok,
-        restored.tgt_tok,
-        config.decoding,
-        joiner_for(data.corpus.tgt_lang),
-    )
+    data = config.data or to_schema(run_config["data"], DataConfig)
+    translator.joiner = joiner_for(data.corpus.tgt_lang)
     datasets.disable_progress_bars()  # stderr has the translation's own
     fetch_dataset(data, config.paths)
     pairs = load_split(data, config.split, config.paths)
@@ -154,6 +158,7 @@ def evaluate(config: EvaluateConfig) -> int:
         "dataset": data.name,
         "split": config.split,
         "device": str(translator.device),
+        "engine": config.engine,
         "decoding": asdict(config.decoding),
         # Word-level BLEU only where the references keep a corpus's segmentation.
         **score(sources, translations, references, segmented=is_segmented(references)),
@@ -163,6 +168,25 @@ def evaluate(config: EvaluateConfig) -> int:
     write_evaluation(output_dir, [t.text for t in translations], metrics)
     _print_summary(metrics, output_dir)
     return 0
+
+
+def _load_translator(config: EvaluateConfig) -> tuple[Translator, Path, dict[str, Any]]:
+    """The translator `config` asks for, what it loaded (checkpoint or export directory) and
+    the run's config."""
+    if config.engine == "ctranslate2":
+        export = Path(config.checkpoint or run_export_dir(config.paths.runs_dir, config.run))
+        translator = Translator.from_export(export, config.device, decode=config.decoding)
+        return translator, export, translator.model.config
+    checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
+    restored = restore_models([checkpoint, *config.ensemble], resolve_device(config.device))
+    translator = Translator(
+        restored.model,
+        restored.src_tok,
+        restored.tgt_tok,
+        config.decoding,
+        checkpoints=restored.checkpoints,
+    )
+    return translator, checkpoint, restored.config
 
 
 def parse_args(argv: Sequence[str]) -> list[str]:
@@ -196,6 +220,7 @@ def parse_args(argv: Sequence[str]) -> list[str]:
         "checkpoint": args.checkpoint and quoted(args.checkpoint),
         "ensemble": args.ensemble and "[" + ",".join(map(quoted, args.ensemble)) + "]",
         "device": quoted(args.device),
+        "engine": args.engine,
         "decoding.beam_size": args.beam,
         "split": args.split,
         "limit": args.limit,

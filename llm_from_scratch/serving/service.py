@@ -1,10 +1,14 @@
 """What the API serves, apart from HTTP: translations with their n-best candidates and, on
-request, their cross-attention, from one loaded `Translator`, and the facts about its model."""
+request, their cross-attention, from one loaded `Translator` (either engine), and the facts about
+its model."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import torch
+
+from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
 from llm_from_scratch.decoding.translator import Candidate, Translator
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.training.attention_figure import piece_label, teacher_forced_attention
@@ -29,9 +33,10 @@ class ScoredText:
 
 @dataclass
 class Alignment:
-    """Cross-attention of the best translation, heads averaged: `weights[layer][i][j]` is how
-    much target piece i attends to source piece j."""
+    """Cross-attention of the best translation, heads averaged: `weights[k][i][j]` is how much
+    target piece i attends to source piece j in decoder layer `layers[k]`."""
 
+    layers: list[int]  # decoder layers, from 1; CTranslate2 returns only the last one's
     source: list[str]  # source pieces (EOS included), a word start shown as ▁
     target: list[str]  # target pieces, the EOS the search ended with included
     weights: list[list[list[float]]]  # (layers, target, source)
@@ -54,6 +59,7 @@ class ModelInfo:
     averaged_from: int  # snapshots averaged into it; 0 for a single checkpoint
     ensemble: int  # checkpoints decoding together
     beam: int  # a request's default beam size
+    engine: str  # torch, or ctranslate2 (an export; `checkpoint` is its directory)
 
 
 class TranslationService:
@@ -68,6 +74,7 @@ class TranslationService:
             averaged_from=first.averaged_from if first else 0,
             ensemble=len(translator.checkpoints),
             beam=translator.decode.beam_size,
+            engine="ctranslate2" if isinstance(translator.model, CTranslate2Model) else "torch",
         )
         self._translators = {(translator.decode.beam_size, translator.decode.nbest): translator}
 
@@ -115,15 +122,21 @@ class TranslationService:
             self.translator.src_tok,
             self.translator.tgt_tok,
         )
-        if not isinstance(model, Seq2SeqTransformer):
+        if not isinstance(model, Seq2SeqTransformer | CTranslate2Model):
             return None
         pieces = self.translator.source_pieces(text)
         if len(pieces) != 1:
             return None
         src_ids = [*pieces[0], src_tok.eos_id]
         tgt_out = best.tokens if best.hit_max_len else [*best.tokens, tgt_tok.eos_id]
-        weights = teacher_forced_attention(model, src_ids, tgt_out, tgt_tok.bos_id)
+        if isinstance(model, CTranslate2Model):
+            weights = torch.tensor([model.cross_attention(src_ids, tgt_out)])
+            layers = [model.cfg.n_decoder_layers]
+        else:
+            weights = teacher_forced_attention(model, src_ids, tgt_out, tgt_tok.bos_id)
+            layers = list(range(1, len(weights) + 1))
         return Alignment(
+            layers=layers,
             source=[piece_label(src_tok.token_text(token)) for token in src_ids],
             target=[piece_label(tgt_tok.token_text(token)) for token in tgt_out],
             weights=weights.double().cpu().round(decimals=WEIGHT_DECIMALS).tolist(),
