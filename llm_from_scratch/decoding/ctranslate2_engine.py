@@ -13,10 +13,11 @@ the same for both engines. The settings map onto CTranslate2's as follows:
   counted, as `return_end_token` makes it) and stops a sentence once beam_size hypotheses have
   finished; this project divides by GNMT's ((5 + L) / 6)^α (EOS counted) and stops when no open
   beam can win. With α = 0 both are the plain log-probability and stop when the best hypothesis
-  is finished: the same search, down to the best hypothesis (an n-best list's others may
-  differ: CTranslate2 stops as soon as n hypotheses have finished). With α > 0, a group of sources of n tokens (+ EOS) gets
-  CTranslate2's α' = α (n + 1) / (n + 6), at which L^α' grows at GNMT's rate at L = n + 1, an
-  output as long as its source: the two penalties agree to first order there, not exactly.
+  is finished: the same search, down to the best hypothesis (the rest of an n-best list may
+  differ: CTranslate2 stops as soon as n hypotheses have finished). With α > 0, a group of
+  sources of n tokens (+ EOS) gets CTranslate2's α' = α (n + 1) / (n + 6), at which L^α' grows
+  at GNMT's rate at L = n + 1, an output as long as its source: the two penalties agree to first
+  order there, not exactly, and the scores are on CTranslate2's scale.
 """
 
 from __future__ import annotations
