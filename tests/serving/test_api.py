@@ -64,7 +64,7 @@ def test_health_names_the_model_and_the_limits(client, checkpoint):
         "averaged_from": AVERAGED,
         "ensemble": 1,
         "beam": 1,  # the tiny checkpoint's run decodes greedily
-            "engine": "torch",
+        "engine": "torch",
     }
     assert health["limits"]["max_texts"] == 7
 
