@@ -184,3 +184,27 @@ def test_without_ctranslate2_the_error_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # `import ctranslate2` fails
     with pytest.raises(ExportError, match=re.escape(INSTALL_HINT)):
         import_ctranslate2()
+
+
+def test_the_api_serves_the_export(exported: Path):
+    from fastapi.testclient import TestClient
+
+    from llm_from_scratch.serving.api import create_app
+    from llm_from_scratch.serving.config import ServingConfig
+
+    service = TranslationService(Translator.from_export(exported, device="cpu"), run="tiny")
+    with TestClient(create_app(service, ServingConfig())) as client:
+        health = client.get("/api/health").json()
+        response = client.post(
+            "/api/translate", json={"texts": ["the cat sat."], "beam": 2, "attention": True}
+        ).json()
+    assert (health["model"]["engine"], health["model"]["step"]) == ("ctranslate2", STEP)
+    translation = response["translations"][0]
+    expected = Translator.from_export(exported, device="cpu", beam_size=2).translate(
+        ["the cat sat."]
+    )[0]
+    assert translation["text"] == expected.text
+    attention = translation["attention"]
+    assert attention["layers"] == [TINY.n_decoder_layers]
+    assert len(attention["weights"][0]) == len(attention["target"])
+    assert all(len(row) == len(attention["source"]) for row in attention["weights"][0])
