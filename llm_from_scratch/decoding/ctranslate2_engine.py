@@ -7,17 +7,18 @@ the same for both engines. The settings map onto CTranslate2's as follows:
 - <bos> and <pad> are never outputs (`suppress_sequences`); an empty output may end at once
   (`min_decoding_length=0`); no input truncation;
 - the length limit a * (src_len + 1) + b (`common.output_limits`) is per sentence, CTranslate2's
-  `max_decoding_length` per call: pieces are decoded in groups of one limit;
+  `max_decoding_length` per call: a call runs to the longest limit of its sources, and the few
+  whose search reached its own limit are searched again with it (`_ended_before`), which gives
+  each sentence the output of its own limit;
 - greedy search scores the summed log-probability, as here. Beam search normalizes differently:
   CTranslate2 divides a finished hypothesis's log-probability by L^α (L: its tokens, EOS
   counted, as `return_end_token` makes it) and stops a sentence once beam_size hypotheses have
   finished; this project divides by GNMT's ((5 + L) / 6)^α (EOS counted) and stops when no open
-  beam can win. With α = 0 both are the plain log-probability and stop when the best hypothesis
-  is finished: the same search, down to the best hypothesis (the rest of an n-best list may
-  differ: CTranslate2 stops as soon as n hypotheses have finished). With α > 0, a group of
-  sources of n tokens (+ EOS) gets CTranslate2's α' = α (n + 1) / (n + 6), at which L^α' grows
-  at GNMT's rate at L = n + 1, an output as long as its source: the two penalties agree to first
-  order there, not exactly, and the scores are on CTranslate2's scale.
+  beam can win. With α = 0 both rank by the plain log-probability and agree on the best
+  hypothesis (the rest of an n-best list may differ). With α > 0, sources whose n + 1 tokens lie
+  in [2^c, 2^(c+1)) get α' = α L₀ / (L₀ + 5), L₀ = 1.5 * 2^c: L^α' then grows at GNMT's rate at
+  L = L₀, an output about as long as its source. The penalties agree to first order there, not
+  exactly, and the scores are on CTranslate2's scale.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.special_tokens import BOS, PAD
 
 ENGINES = ("torch", "ctranslate2")
+NO_PENALTY = 1e-9
 
 
 class CTranslate2Model:
@@ -84,29 +86,59 @@ class CTranslate2Model:
         self, pieces: Sequence[Sequence[int]], cfg: DecodingConfig
     ) -> list[list[Hypothesis]]:
         """The n-best hypotheses of each source (token ids without EOS), in the sources' order."""
+        if not pieces:
+            return []
+        _, src_mask = encode_sources(pieces, self.src_tok)
+        limits = output_limits(src_mask, cfg.max_len_a, cfg.max_len_b, self.cfg.max_positions)
+        limits = limits.tolist()
         results: list[list[Hypothesis]] = [[] for _ in pieces]
-        for limit, positions in self._by_limit(pieces, cfg).items():
-            outputs = self.translator.translate_batch(
-                [self._source(pieces[i]) for i in positions],
-                max_batch_size=cfg.batch_tokens,
-                batch_type="tokens",
-                beam_size=cfg.beam_size,
-                num_hypotheses=cfg.nbest,
-                length_penalty=self._length_penalty(cfg, positions, pieces),
-                no_repeat_ngram_size=cfg.no_repeat_ngram_size,
-                suppress_sequences=[[BOS], [PAD]],
-                max_input_length=0,
-                max_decoding_length=limit,
-                min_decoding_length=0,
-                return_scores=True,
-                return_end_token=True,
-            )
-            for position, output in zip(positions, outputs, strict=True):
-                results[position] = [
-                    self._hypothesis(tokens, score, limit)
-                    for tokens, score in zip(output.hypotheses, output.scores, strict=True)
-                ]
+        redo: dict[int, list[int]] = defaultdict(list)  # limit -> positions
+        for positions in _by_length_class(pieces, cfg.beam_size).values():
+            limit = max(limits[i] for i in positions)
+            for position, nbest in zip(
+                positions, self._search(pieces, positions, cfg, limit), strict=True
+            ):
+                if _ended_before(nbest, limits[position], cfg.beam_size):
+                    results[position] = nbest[: cfg.nbest]
+                else:
+                    redo[limits[position]].append(position)
+        for limit, positions in redo.items():
+            for position, nbest in zip(
+                positions, self._search(pieces, positions, cfg, limit), strict=True
+            ):
+                results[position] = nbest[: cfg.nbest]
         return results
+
+    def _search(
+        self,
+        pieces: Sequence[Sequence[int]],
+        positions: list[int],
+        cfg: DecodingConfig,
+        limit: int,
+    ) -> list[list[Hypothesis]]:
+        """One `translate_batch` call: every finished hypothesis of each source, best first."""
+        outputs = self.translator.translate_batch(
+            [self._source(pieces[i]) for i in positions],
+            max_batch_size=cfg.batch_tokens,
+            batch_type="tokens",
+            beam_size=cfg.beam_size,
+            num_hypotheses=cfg.beam_size,
+            length_penalty=_length_penalty(cfg, len(pieces[positions[0]])),
+            no_repeat_ngram_size=cfg.no_repeat_ngram_size,
+            suppress_sequences=[[BOS], [PAD]],
+            max_input_length=0,
+            max_decoding_length=limit,
+            min_decoding_length=0,
+            return_scores=True,
+            return_end_token=True,
+        )
+        return [
+            [
+                self._hypothesis(tokens, score, limit)
+                for tokens, score in zip(output.hypotheses, output.scores, strict=True)
+            ]
+            for output in outputs
+        ]
 
     def cross_attention(self, src_ids: Sequence[int], tgt_out: Sequence[int]) -> list[list[float]]:
         """(len(tgt_out), len(src_ids)): the last decoder layer's cross-attention, heads
@@ -124,31 +156,8 @@ class CTranslate2Model:
         )[0]
         return [list(row) for row in output.attention[0][: len(forced)]]
 
-    @staticmethod
-    def _length_penalty(
-        cfg: DecodingConfig, positions: list[int], pieces: Sequence[Sequence[int]]
-    ) -> float:
-        """CTranslate2's α for sources of one output limit (see the module's docstring)."""
-        if cfg.beam_size == 1:
-            return 0.0  # greedy search: the plain log-probability, as here
-        length = max(len(pieces[position]) for position in positions) + 1  # + EOS
-        return cfg.length_penalty * length / (length + 5)
-
     def _source(self, ids: Sequence[int]) -> list[str]:
         return [*(self.src_tokens[token] for token in ids), self.src_eos]
-
-    def _by_limit(
-        self, pieces: Sequence[Sequence[int]], cfg: DecodingConfig
-    ) -> dict[int, list[int]]:
-        """Positions of `pieces` grouped by their output limit, as the torch searches set it."""
-        if not pieces:
-            return {}
-        _, src_mask = encode_sources(pieces, self.src_tok)
-        limits = output_limits(src_mask, cfg.max_len_a, cfg.max_len_b, self.cfg.max_positions)
-        groups: dict[int, list[int]] = defaultdict(list)
-        for position, limit in enumerate(limits.tolist()):
-            groups[limit].append(position)
-        return groups
 
     def _hypothesis(self, tokens: list[str], score: float, limit: int) -> Hypothesis:
         ids = [self.tgt_ids[token] for token in tokens]
@@ -158,3 +167,37 @@ class CTranslate2Model:
             score=float(score),
             hit_max_len=not ended and len(ids) >= limit,
         )
+
+
+def _by_length_class(pieces: Sequence[Sequence[int]], beam_size: int) -> dict[int, list[int]]:
+    """Positions of `pieces` by length class (sources of n + 1 tokens with EOS in [2^c, 2^(c+1))):
+    the searches of one class share a call and, for beam search, a length penalty."""
+    classes: dict[int, list[int]] = defaultdict(list)
+    for position, piece in enumerate(pieces):
+        classes[(len(piece) + 1).bit_length() if beam_size > 1 else 0].append(position)
+    return classes
+
+
+def _length_penalty(cfg: DecodingConfig, length: int) -> float:
+    """CTranslate2's α for sources of `length` tokens' class (see the module's docstring)."""
+    if cfg.beam_size == 1:
+        return 0.0  # greedy search: the plain log-probability, as here
+    if cfg.length_penalty == 0:
+        # As good as 0 for the scores, but it turns off CTranslate2's early exit, so that every
+        # search runs until beam_size hypotheses have finished, as `_ended_before` assumes.
+        return NO_PENALTY
+    typical = 1.5 * 2 ** ((length + 1).bit_length() - 1)  # the middle of the length class
+    return cfg.length_penalty * typical / (typical + 5)
+
+
+def _ended_before(nbest: list[Hypothesis], limit: int, beam_size: int) -> bool:
+    """Whether a search run to a longer limit ended as one run to `limit` would have.
+
+    Greedy search does not depend on the limit until it reaches it. Beam search ended at the
+    step its last hypothesis finished; the list holds every finished one (up to beam_size, and
+    always one of those that finished last), so the longest, EOS counted, tells that step.
+    """
+    lengths = [len(h.tokens) + (not h.hit_max_len) for h in nbest]
+    if beam_size == 1:
+        return not nbest[0].hit_max_len and lengths[0] <= limit
+    return all(not h.hit_max_len for h in nbest) and max(lengths) < limit

@@ -99,9 +99,15 @@ def test_same_outputs_as_torch_without_length_penalty(
             assert got_hyp.score == pytest.approx(expected_hyp.score, abs=0.05)
 
 
-def test_the_output_limit_is_the_torch_searches(exported: Path, model, tokenizer, pieces):
-    """A limit short enough to stop most sentences stops the same ones at the same token."""
-    cfg = DecodingConfig(beam_size=1, max_len_a=0.5, max_len_b=1, precision="fp32")
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_the_output_limit_is_the_torch_searches(
+    exported: Path, model, tokenizer, pieces, beam_size: int
+):
+    """A limit short enough to stop many sentences stops the same ones at the same token,
+    though one CTranslate2 call decodes sources of several limits."""
+    cfg = DecodingConfig(
+        beam_size=beam_size, length_penalty=0.0, max_len_a=0.5, max_len_b=2, precision="fp32"
+    )
     expected = decode_pieces(model, pieces, tokenizer, tokenizer, cfg)
     got = Translator.from_export(exported, device="cpu").model.decode_pieces(pieces, cfg)
     assert any(nbest[0].hit_max_len for nbest in expected)
