@@ -31,7 +31,9 @@ from llm_from_scratch.export.ctranslate2_model import (
     import_ctranslate2,
 )
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.programs import evaluate as evaluate_cli
 from llm_from_scratch.programs import export as export_program
+from llm_from_scratch.programs import translate as translate_cli
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.serving.service import TranslationService
@@ -214,3 +216,47 @@ def test_the_api_serves_the_export(exported: Path):
     assert attention["layers"] == [TINY.n_decoder_layers]
     assert len(attention["weights"][0]) == len(attention["target"])
     assert all(len(row) == len(attention["source"]) for row in attention["weights"][0])
+
+
+def test_translate_with_the_engine_flag_prints_the_torch_translations(
+    exported: Path, checkpoint: Path, capsys
+):
+    texts = ["the cat sat on the mat.", "a dog ran."]
+    args = ["--checkpoint", str(checkpoint), "decoding.precision=fp32", *texts]
+    assert translate_cli.main(args) == 0
+    torch_lines = capsys.readouterr().out
+    args = ["--engine", "ctranslate2", "--checkpoint", str(exported), *texts]
+    assert translate_cli.main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out == torch_lines
+    assert f"model: {exported.resolve()}" in captured.err
+
+
+def test_evaluate_with_the_engine_flag_scores_the_torch_translations(
+    exported: Path, checkpoint: Path, corpus_mirror: Path, tmp_path: Path
+):
+    common = [
+        "--beam",
+        "1",
+        "--limit",
+        "8",
+        "--data",
+        "small_parallel_enja",
+        f"data.mirror={corpus_mirror}",
+        f"paths.raw_dir={tmp_path / 'raw'}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        "decoding.precision=fp32",
+    ]
+    torch_dir, engine_dir = tmp_path / "torch", tmp_path / "engine"
+    assert (
+        evaluate_cli.main(
+            ["--checkpoint", str(checkpoint), *common, "--output-dir", str(torch_dir)]
+        )
+        == 0
+    )
+    engine_args = ["--engine", "ctranslate2", "--checkpoint", str(exported), *common]
+    assert evaluate_cli.main([*engine_args, "--output-dir", str(engine_dir)]) == 0
+    metrics = json.loads((engine_dir / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["engine"] == "ctranslate2"
+    hypotheses = (engine_dir / "hypotheses.txt").read_text(encoding="utf-8")
+    assert hypotheses == (torch_dir / "hypotheses.txt").read_text(encoding="utf-8")
