@@ -208,16 +208,21 @@ def equivalence(
             if decode.beam_size == 1 or alpha == 0
             else None
         )
+        same = len(sources) - len(differing)
+        search = "greedy" if decode.beam_size == 1 else f"beam-{decode.beam_size}"
+        tie_note = f", {ties} of the {len(differing)} others ties (within {args.tie})"
+        tie_note = tie_note if ties is not None else ", the length penalties differ"
         print(
-            f"  fp32 equivalence, beam {decode.beam_size}, length penalty {alpha}: "
-            f"{len(sources) - len(differing)} of {len(sources)} outputs identical"
-            + (
-                f", {ties} of the {len(differing)} others ties (within {args.tie})"
-                if ties is not None
-                else ""
-            ),
+            f"  fp32 equivalence, {search}, length penalty {alpha}: "
+            f"{same} of {len(sources)} outputs identical{tie_note}",
             file=details,
         )
+        if args.table_rows:
+            print(
+                f"| decoding {search}, length penalty {alpha}: CTranslate2 fp32 "
+                f"outputs identical to torch fp32 | {same} | {len(sources)} (sentences) | "
+                f"| {tie_note.removeprefix(', ')} |"
+            )
 
 
 if __name__ == "__main__":
