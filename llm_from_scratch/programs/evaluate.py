@@ -120,11 +120,15 @@ def main(argv: Sequence[str]) -> int:
 
 def evaluate(config: EvaluateConfig) -> int:
     """Translate `config.split` with the model `config` names, score it, write the results."""
-    translator, checkpoint, run_config = _load_translator(config)
-    suffix = "-ensemble" if config.ensemble else ""
-    suffix = "-ctranslate2" if config.engine == "ctranslate2" else suffix
+    if config.engine == "ctranslate2":
+        checkpoint = Path(config.checkpoint or run_export_dir(config.paths.runs_dir, config.run))
+        suffix = "-ctranslate2"
+    else:
+        checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
+        suffix = "-ensemble" if config.ensemble else ""
     output_dir = Path(config.output_dir or checkpoint.parent / f"eval-{config.split}{suffix}")
     check_output_dir(output_dir, "output_dir")  # before decoding, which takes a while
+    translator, run_config = _load_translator(config, checkpoint)
     for summary in translator.checkpoints:
         print(f"model: {summary}", file=sys.stderr)
     data = config.data or to_schema(run_config["data"], DataConfig)
@@ -170,15 +174,13 @@ def evaluate(config: EvaluateConfig) -> int:
     return 0
 
 
-def _load_translator(config: EvaluateConfig) -> tuple[Translator, Path, dict[str, Any]]:
-    """The translator `config` asks for, what it loaded (checkpoint or export directory) and
-    the run's config."""
+def _load_translator(config: EvaluateConfig, model: Path) -> tuple[Translator, dict[str, Any]]:
+    """The translator of `model` (a checkpoint, or with engine=ctranslate2 an export directory)
+    and the run's config."""
     if config.engine == "ctranslate2":
-        export = Path(config.checkpoint or run_export_dir(config.paths.runs_dir, config.run))
-        translator = Translator.from_export(export, config.device, decode=config.decoding)
-        return translator, export, translator.model.config
-    checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
-    restored = restore_models([checkpoint, *config.ensemble], resolve_device(config.device))
+        translator = Translator.from_export(model, config.device, decode=config.decoding)
+        return translator, translator.model.config
+    restored = restore_models([model, *config.ensemble], resolve_device(config.device))
     translator = Translator(
         restored.model,
         restored.src_tok,
@@ -186,7 +188,7 @@ def _load_translator(config: EvaluateConfig) -> tuple[Translator, Path, dict[str
         config.decoding,
         checkpoints=restored.checkpoints,
     )
-    return translator, checkpoint, restored.config
+    return translator, restored.config
 
 
 def parse_args(argv: Sequence[str]) -> list[str]:
