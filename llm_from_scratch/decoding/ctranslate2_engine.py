@@ -33,6 +33,7 @@ import torch
 from llm_from_scratch.data.batch import encode_sources
 from llm_from_scratch.decoding.common import Hypothesis, output_limits
 from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.export.ctranslate2_model import (
     import_ctranslate2,
     load_tokenizers,
@@ -67,12 +68,17 @@ class CTranslate2Model:
         self.src_tok, self.tgt_tok = load_tokenizers(directory, self.manifest)
         self.config: dict[str, Any] = self.manifest["config"]
         self.cfg = to_schema(self.config["model"], ModelConfig)
-        self.device = "cuda" if device.startswith("cuda") else device
+        self.device, _, index = device.partition(":")  # cuda:1 → cuda, device 1
+        if self.device not in ("auto", "cpu", "cuda") or not (index.isdigit() or not index):
+            raise ConfigError(
+                f"device={device!r}: the CTranslate2 engine takes auto, cpu or cuda:N"
+            )
         if self.device == "auto":
             self.device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
         self.translator = ctranslate2.Translator(
             str(directory),
             device=self.device,
+            device_index=int(index or 0),
             compute_type=compute_type,
             intra_threads=threads or torch.get_num_threads(),
         )
@@ -92,8 +98,8 @@ class CTranslate2Model:
         limits = output_limits(src_mask, cfg.max_len_a, cfg.max_len_b, self.cfg.max_positions)
         limits = limits.tolist()
         results: list[list[Hypothesis]] = [[] for _ in pieces]
-        redo: dict[int, list[int]] = defaultdict(list)  # limit -> positions
-        for positions in _by_length_class(pieces, cfg.beam_size).values():
+        redo: dict[tuple[int, int], list[int]] = defaultdict(list)  # (class, limit) -> positions
+        for length_class, positions in _by_length_class(pieces, cfg.beam_size).items():
             limit = max(limits[i] for i in positions)
             for position, nbest in zip(
                 positions, self._search(pieces, positions, cfg, limit), strict=True
@@ -101,8 +107,8 @@ class CTranslate2Model:
                 if _ended_before(nbest, limits[position], cfg.beam_size):
                     results[position] = nbest[: cfg.nbest]
                 else:
-                    redo[limits[position]].append(position)
-        for limit, positions in redo.items():
+                    redo[length_class, limits[position]].append(position)
+        for (_, limit), positions in redo.items():
             for position, nbest in zip(
                 positions, self._search(pieces, positions, cfg, limit), strict=True
             ):
