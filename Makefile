@@ -15,19 +15,19 @@ ARGS ?=
 LOGDIR ?= runs
 BENCH_LOG ?= runs/bench.log
 
-.PHONY: help setup data tokenizer train translate eval serve tensorboard test test-full lint bench clean
+.PHONY: help setup data tokenizer train translate eval serve export tensorboard test test-full lint bench clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: $(STAMP) ## Create .venv and install torch, then the project with its dev, bench and serve extras (once)
+setup: $(STAMP) ## Create .venv and install torch, then the project with its dev, bench, serve and export extras (once)
 
 # Quiet, on stderr: `make translate` may run it first, and its stdout is translations.
 $(STAMP): pyproject.toml
 	@echo "make setup: installing $(TORCH_SPEC) and this project into $(VENV)/" >&2
 	@$(PYTHON) -m venv $(VENV) >&2
 	@$(PY) -m pip install --quiet "$(TORCH_SPEC)" >&2
-	@$(PY) -m pip install --quiet -e '.[dev,bench,serve]' >&2
+	@$(PY) -m pip install --quiet -e '.[dev,bench,serve,export]' >&2
 	@touch $(STAMP)
 
 data: setup ## Fetch a dataset into data/raw/ (downloads, or copies from DATA_MIRROR)
@@ -48,6 +48,9 @@ eval: setup ## Score runs/default's model on the test split (ARGS="--run NAME --
 
 serve: setup ## Serve runs/default's model: a web page and a JSON API on :8000 (ARGS="--run NAME --port N")
 	$(PY) scripts/serve.py $(ARGS)
+
+export: setup ## Export runs/default's model for CTranslate2 (ARGS="--run NAME --quantization int8")
+	$(PY) scripts/export.py $(ARGS)
 
 tensorboard: setup ## Serve the TensorBoard logs of every run under runs/
 	$(VENV)/bin/tensorboard --logdir $(LOGDIR)

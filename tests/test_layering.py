@@ -1,5 +1,6 @@
 """The package imports only downward: programs over serving over training over decoding over the
-checkpoint format over the four stages over the base modules (docs/architecture.md)."""
+export format over the checkpoint format over the four stages over the base modules
+(docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("atomic", "paths", "device", "precision", "schema"),
     ("tokenizer", "model", "data", "evaluation"),
     ("checkpoint",),
+    ("export",),
     ("decoding",),
     ("training",),
     ("serving",),

@@ -1,7 +1,9 @@
 """Text in, text out: cleaning, splitting over-long input, token-budget batching, search.
 
-`Translator.from_run("default")` loads a run's final model once; `translate` takes a list of texts,
-`translate_iter` any iterable, yielding each translation as soon as its group of lines is done.
+`Translator.from_run("default")` loads a run's final model once, `Translator.from_export(DIR)` a
+CTranslate2 export of one (the other engine; everything here but the search is shared);
+`translate` takes a list of texts, `translate_iter` any iterable, yielding each translation as
+soon as its group of lines is done.
 
 Input the model cannot take in one piece (longer than its positional table, or than the output
 limit a * src_len + b allows) is split into sentences, then words, then characters, translated
@@ -32,6 +34,7 @@ from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
 from llm_from_scratch.decoding.ensemble import Ensemble
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
@@ -120,7 +123,7 @@ class Translator:
 
     def __init__(
         self,
-        model: Seq2SeqTransformer | Ensemble,
+        model: Seq2SeqTransformer | Ensemble | CTranslate2Model,
         src_tok: BPETokenizer,
         tgt_tok: BPETokenizer,
         decode: DecodingConfig,
@@ -129,15 +132,22 @@ class Translator:
         source_style: str = "raw",
         checkpoints: Sequence[CheckpointSummary] = (),
     ) -> None:
-        self.model = model.eval()
+        self.model = model.eval() if isinstance(model, torch.nn.Module) else model
         self.src_tok = src_tok
         self.tgt_tok = tgt_tok
         self.decode = decode
         self.joiner = joiner  # between the translations of the pieces of a split input
         self.use_cache = use_cache
         self.source_style = source_style  # the training corpus's (data.corpus.source_style)
-        self.device = next(model.parameters()).device
-        self.precision = select_precision(decode.precision, self.device, key="decoding.precision")
+        if isinstance(model, CTranslate2Model):
+            # The engine's compute type (e.g. int8) was set when it loaded; autocast is torch's.
+            self.device = torch.device(model.device)
+            self.precision = select_precision("fp32", self.device, key="decoding.precision")
+        else:
+            self.device = next(model.parameters()).device
+            self.precision = select_precision(
+                decode.precision, self.device, key="decoding.precision"
+            )
         self.checkpoints = list(checkpoints)  # what was loaded, for the user to be told
         # Longest source piece (EOS excluded) whose output limit a * (n + 1) + b still fits the
         # positional table, so the limit never silently truncates a translation.
@@ -196,20 +206,48 @@ class Translator:
         path = run_model(runs_dir or PathsConfig().runs_dir, run)
         return cls.from_checkpoint(path, device, decode, ensemble, **decoding)
 
+    @classmethod
+    def from_export(
+        cls,
+        directory: str | Path,
+        device: str = "auto",
+        compute_type: str = "default",
+        decode: DecodingConfig | None = None,
+        **decoding: Any,
+    ) -> Translator:
+        """Load a CTranslate2 export (`make export`): the directory alone, no checkpoint.
+
+        `compute_type` is CTranslate2's (default: the type it was exported in, e.g. int8);
+        `decode` and `decoding` are those of `from_checkpoint`."""
+        model = CTranslate2Model(directory, device=device, compute_type=compute_type)
+        decode = decode or to_schema(model.config["decoding"], DecodingConfig)
+        if decoding:
+            decode = with_overrides(decode, decoding, "decoding")
+        corpus = model.config["data"]["corpus"]
+        manifest = model.manifest
+        return cls(
+            model,
+            model.src_tok,
+            model.tgt_tok,
+            decode,
+            joiner_for(corpus["tgt_lang"]),
+            source_style=corpus["source_style"],
+            checkpoints=[
+                CheckpointSummary(
+                    Path(directory),
+                    manifest["step"],
+                    manifest["dev_bleu"],
+                    manifest["averaged_from"],
+                )
+            ],
+        )
+
     def translate(self, texts: Sequence[str]) -> list[Translation]:
         """One translation per text, in order; an empty (or all-space) text gives ""."""
         pieces: list[tuple[int, list[int]]] = [
             (index, ids) for index, text in enumerate(texts) for ids in self.source_pieces(text)
         ]
-        with self.precision.autocast():
-            results = decode_pieces(
-                self.model,
-                [ids for _, ids in pieces],
-                self.src_tok,
-                self.tgt_tok,
-                self.decode,
-                use_cache=self.use_cache,
-            )
+        results = self._decode_pieces([ids for _, ids in pieces])
 
         per_text: list[list[list[Hypothesis]]] = [[] for _ in texts]
         for (index, _), nbest in zip(pieces, results, strict=True):
@@ -227,6 +265,14 @@ class Translator:
         texts = iter(texts)
         while group := list(islice(texts, batch_lines)):
             yield from self.translate(group)
+
+    def _decode_pieces(self, pieces: list[list[int]]) -> list[list[Hypothesis]]:
+        if isinstance(self.model, CTranslate2Model):
+            return self.model.decode_pieces(pieces, self.decode)
+        with self.precision.autocast():
+            return decode_pieces(
+                self.model, pieces, self.src_tok, self.tgt_tok, self.decode, self.use_cache
+            )
 
     def source_pieces(self, text: str) -> list[list[int]]:
         """The source ids `translate` decodes for `text`: cleaned, put in the corpus's style,

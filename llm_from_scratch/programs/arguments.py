@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import NoReturn
 
+from llm_from_scratch.decoding.ctranslate2_engine import ENGINES
 from llm_from_scratch.errors import UserError
 
 DEFAULT_RUN = "default"  # the run `make train` makes
@@ -22,6 +23,7 @@ FLAGS = {
     "checkpoint": "--checkpoint",
     "ensemble": "--ensemble",
     "device": "--device",
+    "engine": "--engine",
     "beam": "--beam",
     "beam_size": "--beam",
     "nbest": "--nbest",
@@ -57,7 +59,8 @@ def positive_int(text: str) -> int:
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--run`/`--checkpoint`, `--ensemble`, `--device` and `--beam`: which model, where, how."""
+    """`--run`/`--checkpoint`, `--ensemble`, `--device`, `--engine` and `--beam`: which model,
+    where, how."""
     choice = parser.add_mutually_exclusive_group()
     choice.add_argument(
         "--run",
@@ -76,6 +79,13 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--device", default="auto", help="auto (CUDA when available, else CPU), cpu, cuda:0"
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="torch",
+        help="torch: the checkpoint; ctranslate2: its CTranslate2 export (`make export`), "
+        "runs/NAME/ctranslate2/ or the export directory --checkpoint names",
     )
     parser.add_argument(
         "--beam",

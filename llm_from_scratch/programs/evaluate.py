@@ -4,11 +4,13 @@
     evaluate.py --run smoke --split dev --beam 1      another run, dev, greedy search
     evaluate.py --checkpoint runs/a/best.pt --limit 100
     evaluate.py --run a --ensemble runs/b/averaged.pt decoding.length_penalty=1.4
+    evaluate.py --engine ctranslate2                  run default's CTranslate2 export
     evaluate.py --cfg job                             print the composed config (Hydra's --cfg)
 
 Flags pick the model, the data and the device; any other key of configs/evaluate.yaml is set as
 KEY=VALUE. Writes `hypotheses.txt` and `metrics.json` to --output-dir (default: `eval-<split>/`
-beside the checkpoint; for an ensemble, `eval-<split>-ensemble/`) and prints the scores with
+beside the checkpoint; for an ensemble, `eval-<split>-ensemble/`; for an export,
+`eval-<split>-ctranslate2/` beside it) and prints the scores with
 their sacreBLEU signatures; which model was loaded, with its step and dev BLEU, goes to stderr.
 """
 
@@ -33,6 +35,7 @@ from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.corpus import detokenize_ja, is_segmented, load_split
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.ctranslate2_engine import ENGINES
 from llm_from_scratch.decoding.translator import (
     Translation,
     Translator,
@@ -48,6 +51,7 @@ from llm_from_scratch.evaluation.report import (
     has_repeated_ngram,
     write_evaluation,
 )
+from llm_from_scratch.export.ctranslate2_model import run_export_dir
 from llm_from_scratch.paths import PathsConfig, check_directory, config_dir
 from llm_from_scratch.programs.arguments import (
     DEFAULT_RUN,
@@ -88,11 +92,17 @@ class EvaluateConfig:
     data: DataConfig | None = None  # None: the dataset the checkpoint was trained on
     decoding: DecodingConfig = MISSING
     device: str = "auto"  # auto: CUDA when available, else CPU
+    # torch: the checkpoint; ctranslate2: its export (`make export`), where `checkpoint` names
+    # the export directory and `run` looks in runs/<run>/ctranslate2/.
+    engine: str = "torch"
     output_dir: str | None = None  # None: eval-<split>/ beside the checkpoint
     limit: int | None = None  # score only the first `limit` sentences (quick checks)
 
     def __post_init__(self) -> None:
         check_choice("split", self.split, SPLITS)
+        check_choice("engine", self.engine, ENGINES)
+        if self.engine == "ctranslate2" and self.ensemble:
+            raise ConfigError("engine=ctranslate2 decodes one exported model, not an ensemble")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"limit={self.limit} must be at least 1")
 
@@ -109,21 +119,19 @@ def main(argv: Sequence[str]) -> int:
 
 def evaluate(config: EvaluateConfig) -> int:
     """Translate `config.split` with the model `config` names, score it, write the results."""
-    checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
-    default_dir = f"eval-{config.split}{'-ensemble' if config.ensemble else ''}"
-    output_dir = Path(config.output_dir or checkpoint.parent / default_dir)
+    if config.engine == "ctranslate2":
+        checkpoint = Path(config.checkpoint or run_export_dir(config.paths.runs_dir, config.run))
+        suffix = "-ctranslate2"
+    else:
+        checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
+        suffix = "-ensemble" if config.ensemble else ""
+    output_dir = Path(config.output_dir or checkpoint.parent / f"eval-{config.split}{suffix}")
     check_directory(output_dir, "output_dir")  # before decoding, which takes a while
-    restored = restore_models([checkpoint, *config.ensemble], resolve_device(config.device))
-    for summary in restored.checkpoints:
+    translator, run_config = _load_translator(config, checkpoint)
+    for summary in translator.checkpoints:
         print(f"model: {summary}", file=sys.stderr)
-    data = config.data or to_schema(restored.config["data"], DataConfig)
-    translator = Translator(
-        restored.model,
-        restored.src_tok,
-        restored.tgt_tok,
-        config.decoding,
-        joiner_for(data.corpus.tgt_lang),
-    )
+    data = config.data or to_schema(run_config["data"], DataConfig)
+    translator.joiner = joiner_for(data.corpus.tgt_lang)
     datasets.disable_progress_bars()  # stderr has the translation's own
     fetch_dataset(data, config.paths)
     pairs = load_split(data, config.split, config.paths)
@@ -153,6 +161,7 @@ def evaluate(config: EvaluateConfig) -> int:
         "dataset": data.name,
         "split": config.split,
         "device": str(translator.device),
+        "engine": config.engine,
         "decoding": asdict(config.decoding),
         # Word-level BLEU only where the references keep a corpus's segmentation.
         **score(sources, translations, references, segmented=is_segmented(references)),
@@ -162,6 +171,23 @@ def evaluate(config: EvaluateConfig) -> int:
     write_evaluation(output_dir, [t.text for t in translations], metrics)
     _print_summary(metrics, output_dir)
     return 0
+
+
+def _load_translator(config: EvaluateConfig, model: Path) -> tuple[Translator, dict[str, Any]]:
+    """The translator of `model` (a checkpoint, or with engine=ctranslate2 an export directory)
+    and the run's config."""
+    if config.engine == "ctranslate2":
+        translator = Translator.from_export(model, config.device, decode=config.decoding)
+        return translator, translator.model.config
+    restored = restore_models([model, *config.ensemble], resolve_device(config.device))
+    translator = Translator(
+        restored.model,
+        restored.src_tok,
+        restored.tgt_tok,
+        config.decoding,
+        checkpoints=restored.checkpoints,
+    )
+    return translator, restored.config
 
 
 def parse_args(argv: Sequence[str]) -> list[str]:
@@ -195,6 +221,7 @@ def parse_args(argv: Sequence[str]) -> list[str]:
         "checkpoint": args.checkpoint and quoted(args.checkpoint),
         "ensemble": args.ensemble and "[" + ",".join(map(quoted, args.ensemble)) + "]",
         "device": quoted(args.device),
+        "engine": args.engine,
         "decoding.beam_size": args.beam,
         "split": args.split,
         "limit": args.limit,

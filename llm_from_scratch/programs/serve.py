@@ -5,6 +5,7 @@
     serve.py --checkpoint runs/x/best.pt --host 0.0.0.0    a checkpoint file, on every interface
     serve.py serving.max_texts=64 serving.batch_wait_ms=10   the server's limits
     serve.py decoding.length_penalty=1.4        any key of the run's decoding config
+    serve.py --engine ctranslate2               the run's CTranslate2 export (`make export`)
 
 POST /api/translate {"texts": ["Hello."], "beam": 5, "nbest": 3, "attention": true} returns each
 translation with its candidates and scores (and cross-attention); GET /api/health the model's

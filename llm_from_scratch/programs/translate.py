@@ -6,6 +6,7 @@
     translate.py                                  at a terminal: an interactive prompt
     translate.py --run smoke --beam 1 "Hello."    another run's model, greedy search
     translate.py decoding.length_penalty=1.4 "Hello."   any key of the run's decoding config
+    translate.py --engine ctranslate2 "Hello."    the run's CTranslate2 export (`make export`)
 
 The model is the final one of run `default` (runs/default/averaged.pt, else best.pt) unless
 --run or --checkpoint says otherwise; which one, with its step and dev BLEU, goes to stderr.
@@ -27,6 +28,8 @@ from tqdm import tqdm
 
 from llm_from_scratch.decoding.translator import BATCH_LINES, InputError, Translation, Translator
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.export.ctranslate2_model import run_export_dir
+from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.arguments import (
     Parser,
     UsageError,
@@ -99,7 +102,14 @@ def load_translator(args: argparse.Namespace, decoding: dict[str, str]) -> Trans
         "ensemble": args.ensemble,
         **{key: value for key, value in overrides.items() if value is not None},
     }
-    if args.checkpoint:
+    if args.engine == "ctranslate2":
+        if args.ensemble:
+            raise UsageError("--engine ctranslate2 decodes one exported model, not an ensemble")
+        del options["ensemble"]
+        translator = Translator.from_export(
+            args.checkpoint or run_export_dir(PathsConfig().runs_dir, args.run), **options
+        )
+    elif args.checkpoint:
         translator = Translator.from_checkpoint(args.checkpoint, **options)
     else:
         translator = Translator.from_run(args.run, **options)

@@ -1,5 +1,6 @@
 """What the API serves, apart from HTTP: translations with their n-best candidates and, on
-request, their cross-attention, from one loaded `Translator`, and the facts about its model."""
+request, their cross-attention, from one loaded `Translator` (either engine), and the facts about
+its model."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
 from llm_from_scratch.decoding.translator import Candidate, Translator
 from llm_from_scratch.model.transformer import Decoder, Encoder, Seq2SeqTransformer
 from llm_from_scratch.training.attention_figure import piece_label, teacher_forced_attention
@@ -32,9 +34,10 @@ class ScoredText:
 
 @dataclass
 class Alignment:
-    """Cross-attention of the best translation, heads averaged: `weights[layer][i][j]` is how
-    much target piece i attends to source piece j."""
+    """Cross-attention of the best translation, heads averaged: `weights[k][i][j]` is how much
+    target piece i attends to source piece j in decoder layer `layers[k]`."""
 
+    layers: list[int]  # decoder layers, from 1; CTranslate2 returns only the last one's
     source: list[str]  # source pieces (EOS included), a word start shown as ▁
     target: list[str]  # target pieces, the EOS the search ended with included
     weights: list[list[list[float]]]  # (layers, target, source)
@@ -57,6 +60,7 @@ class ModelInfo:
     averaged_from: int  # snapshots averaged into it; 0 for a single checkpoint
     ensemble: int  # checkpoints decoding together
     beam: int  # a request's default beam size
+    engine: str  # torch, or ctranslate2 (an export; `checkpoint` is its directory)
 
 
 class Abandoned(Exception):
@@ -75,14 +79,17 @@ class TranslationService:
             averaged_from=first.averaged_from if first else 0,
             ensemble=len(translator.checkpoints),
             beam=translator.decode.beam_size,
+            engine="ctranslate2" if isinstance(translator.model, CTranslate2Model) else "torch",
         )
         self._translators = {(translator.decode.beam_size, translator.decode.nbest): translator}
         # Checked at each encoder and decoder call, i.e. between decoding steps: a batch whose
-        # requests all went away stops there instead of decoding to its end.
+        # requests all went away stops there instead of decoding to its end. CTranslate2 decodes
+        # a batch in one call, so its batches are only dropped before they start (the batcher).
         self._stop: threading.Event | None = None
-        for module in translator.model.modules():
-            if isinstance(module, (Encoder, Decoder)):
-                module.register_forward_pre_hook(self._stop_if_abandoned)
+        if isinstance(translator.model, torch.nn.Module):
+            for module in translator.model.modules():
+                if isinstance(module, (Encoder, Decoder)):
+                    module.register_forward_pre_hook(self._stop_if_abandoned)
 
     def source_tokens(self, texts: list[str]) -> int:
         """About the source tokens `texts` decode to: what they count against a batch's budget."""
@@ -142,15 +149,21 @@ class TranslationService:
             self.translator.src_tok,
             self.translator.tgt_tok,
         )
-        if not isinstance(model, Seq2SeqTransformer):
+        if not isinstance(model, Seq2SeqTransformer | CTranslate2Model):
             return None
         pieces = self.translator.source_pieces(text)
         if len(pieces) != 1:
             return None
         src_ids = [*pieces[0], src_tok.eos_id]
         tgt_out = best.tokens if best.hit_max_len else [*best.tokens, tgt_tok.eos_id]
-        weights = teacher_forced_attention(model, src_ids, tgt_out, tgt_tok.bos_id)
+        if isinstance(model, CTranslate2Model):
+            weights = torch.tensor([model.cross_attention(src_ids, tgt_out)])
+            layers = [model.cfg.n_decoder_layers]
+        else:
+            weights = teacher_forced_attention(model, src_ids, tgt_out, tgt_tok.bos_id)
+            layers = list(range(1, len(weights) + 1))
         return Alignment(
+            layers=layers,
             source=[piece_label(src_tok.token_text(token)) for token in src_ids],
             target=[piece_label(tgt_tok.token_text(token)) for token in tgt_out],
             weights=weights.double().cpu().round(decimals=WEIGHT_DECIMALS).tolist(),

@@ -46,6 +46,7 @@ def test_attention_on_request_is_a_distribution_over_labelled_source_pieces(clie
     assert attention["source"][-1] == "<eos>"
     layers = service.translator.model.cfg.n_decoder_layers
     assert len(attention["weights"]) == layers
+    assert attention["layers"] == list(range(1, layers + 1))
     for layer in attention["weights"]:
         assert len(layer) == len(attention["target"])
         for row in layer:
@@ -64,6 +65,7 @@ def test_health_names_the_model_and_the_limits(client, checkpoint):
         "averaged_from": AVERAGED,
         "ensemble": 1,
         "beam": 1,  # the tiny checkpoint's run decodes greedily
+        "engine": "torch",
     }
     assert health["limits"]["max_texts"] == 7
 

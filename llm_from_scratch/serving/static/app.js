@@ -63,9 +63,10 @@ function show(translation) {
   alignment = translation.attention;
   const layers = alignment ? alignment.weights.length : 0;
   $("layer").replaceChildren(
-    ...Array.from({ length: layers }, (_, layer) => new Option(`layer ${layer + 1}`, layer)),
+    ...Array.from({ length: layers }, (_, i) => new Option(`layer ${alignment.layers[i]}`, i)),
   );
-  $("layer").value = layers - 1; // the last layer: usually the sharpest alignment
+  $("layer").value = layers - 1; // the last layer: usually the sharpest alignment (CTranslate2
+  // returns only that one)
   drawHeatmap();
   $("result").hidden = false;
 }

@@ -1,0 +1,209 @@
+"""Greedy and beam search with CTranslate2, on a directory `make export` wrote.
+
+`CTranslate2Model.decode_pieces` is `batched.decode_pieces` for this engine: source ids in,
+n-best `Hypothesis` lists out, so the `Translator` around it (cleaning, splitting, joining) is
+the same for both engines. The settings map onto CTranslate2's as follows:
+- source ids + <eos> as tokens; the decoder starts from <bos> (the export's config);
+- <bos> and <pad> are never outputs (`suppress_sequences`); an empty output may end at once
+  (`min_decoding_length=0`); no input truncation;
+- the length limit a * (src_len + 1) + b (`common.output_limits`) is per sentence, CTranslate2's
+  `max_decoding_length` per call: a call runs to the longest limit of its sources, and the few
+  whose search reached its own limit are searched again with it (`_ended_before`), which gives
+  each sentence the output of its own limit;
+- greedy search scores the summed log-probability, as here. Beam search normalizes differently:
+  CTranslate2 divides a finished hypothesis's log-probability by L^α (L: its tokens, EOS
+  counted, as `return_end_token` makes it) and stops a sentence once beam_size hypotheses have
+  finished; this project divides by GNMT's ((5 + L) / 6)^α (EOS counted) and stops when no open
+  beam can win. With α = 0 both rank by the plain log-probability and agree on the best
+  hypothesis (the rest of an n-best list may differ). With α > 0, sources whose n + 1 tokens lie
+  in [2^c, 2^(c+1)) get α' = α L₀ / (L₀ + 5), L₀ = 1.5 * 2^c: L^α' then grows at GNMT's rate at
+  L = L₀, an output about as long as its source. The penalties agree to first order there, not
+  exactly, and the scores are on CTranslate2's scale.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llm_from_scratch.data.batch import encode_sources
+from llm_from_scratch.decoding.common import Hypothesis, output_limits
+from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.export.ctranslate2_model import (
+    import_ctranslate2,
+    load_tokenizers,
+    read_manifest,
+    vocabulary,
+)
+from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.schema import to_schema
+from llm_from_scratch.tokenizer.special_tokens import BOS, PAD
+
+ENGINES = ("torch", "ctranslate2")
+NO_PENALTY = 1e-9
+
+
+class CTranslate2Model:
+    """An exported model loaded into `ctranslate2.Translator`, with its tokenizers and manifest.
+
+    device: cpu, cuda or auto; compute_type: CTranslate2's (default: the type it was exported
+    in, e.g. int8); threads: CPU threads per translation (0: torch's `get_num_threads()`).
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        device: str = "cpu",
+        compute_type: str = "default",
+        threads: int = 0,
+    ) -> None:
+        ctranslate2 = import_ctranslate2()
+        self.directory = Path(directory)
+        self.manifest = read_manifest(directory)
+        self.src_tok, self.tgt_tok = load_tokenizers(directory, self.manifest)
+        self.config: dict[str, Any] = self.manifest["config"]
+        self.cfg = to_schema(self.config["model"], ModelConfig)
+        self.device, _, index = device.partition(":")  # cuda:1 → cuda, device 1
+        if self.device not in ("auto", "cpu", "cuda") or not (index.isdigit() or not index):
+            raise ConfigError(
+                f"device={device!r}: the CTranslate2 engine takes auto, cpu or cuda:N"
+            )
+        if self.device == "auto":
+            self.device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+        self.translator = ctranslate2.Translator(
+            str(directory),
+            device=self.device,
+            device_index=int(index or 0),
+            compute_type=compute_type,
+            intra_threads=threads or torch.get_num_threads(),
+        )
+        self.compute_type = compute_type
+        self.src_tokens = vocabulary(self.src_tok)
+        self.tgt_tokens = vocabulary(self.tgt_tok)
+        self.tgt_ids = {token: token_id for token_id, token in enumerate(self.tgt_tokens)}
+        self.src_eos = self.src_tokens[self.src_tok.eos_id]
+
+    def decode_pieces(
+        self, pieces: Sequence[Sequence[int]], cfg: DecodingConfig
+    ) -> list[list[Hypothesis]]:
+        """The n-best hypotheses of each source (token ids without EOS), in the sources' order."""
+        if not pieces:
+            return []
+        _, src_mask = encode_sources(pieces, self.src_tok)
+        limits = output_limits(src_mask, cfg.max_len_a, cfg.max_len_b, self.cfg.max_positions)
+        limits = limits.tolist()
+        results: list[list[Hypothesis]] = [[] for _ in pieces]
+        redo: dict[tuple[int, int], list[int]] = defaultdict(list)  # (class, limit) -> positions
+        for length_class, positions in _by_length_class(pieces, cfg.beam_size).items():
+            limit = max(limits[i] for i in positions)
+            for position, nbest in zip(
+                positions, self._search(pieces, positions, cfg, limit), strict=True
+            ):
+                if _ended_before(nbest, limits[position], cfg.beam_size):
+                    results[position] = nbest[: cfg.nbest]
+                else:
+                    redo[length_class, limits[position]].append(position)
+        for (_, limit), positions in redo.items():
+            for position, nbest in zip(
+                positions, self._search(pieces, positions, cfg, limit), strict=True
+            ):
+                results[position] = nbest[: cfg.nbest]
+        return results
+
+    def _search(
+        self,
+        pieces: Sequence[Sequence[int]],
+        positions: list[int],
+        cfg: DecodingConfig,
+        limit: int,
+    ) -> list[list[Hypothesis]]:
+        """One `translate_batch` call: every finished hypothesis of each source, best first."""
+        outputs = self.translator.translate_batch(
+            [self._source(pieces[i]) for i in positions],
+            max_batch_size=cfg.batch_tokens,
+            batch_type="tokens",
+            beam_size=cfg.beam_size,
+            num_hypotheses=cfg.beam_size,
+            length_penalty=_length_penalty(cfg, len(pieces[positions[0]])),
+            no_repeat_ngram_size=cfg.no_repeat_ngram_size,
+            suppress_sequences=[[BOS], [PAD]],
+            max_input_length=0,
+            max_decoding_length=limit,
+            min_decoding_length=0,
+            return_scores=True,
+            return_end_token=True,
+        )
+        return [
+            [
+                self._hypothesis(tokens, score, limit)
+                for tokens, score in zip(output.hypotheses, output.scores, strict=True)
+            ]
+            for output in outputs
+        ]
+
+    def cross_attention(self, src_ids: Sequence[int], tgt_out: Sequence[int]) -> list[list[float]]:
+        """(len(tgt_out), len(src_ids)): the last decoder layer's cross-attention, heads
+        averaged, of `tgt_out` forced as the output for the source `src_ids` (its EOS included)."""
+        forced = [self.tgt_tokens[token] for token in tgt_out]
+        output = self.translator.translate_batch(
+            [[self.src_tokens[token] for token in src_ids]],
+            target_prefix=[forced[:-1]],
+            beam_size=1,
+            max_input_length=0,
+            max_decoding_length=len(forced),
+            min_decoding_length=0,
+            return_attention=True,
+            return_end_token=True,
+        )[0]
+        return [list(row) for row in output.attention[0][: len(forced)]]
+
+    def _source(self, ids: Sequence[int]) -> list[str]:
+        return [*(self.src_tokens[token] for token in ids), self.src_eos]
+
+    def _hypothesis(self, tokens: list[str], score: float, limit: int) -> Hypothesis:
+        ids = [self.tgt_ids[token] for token in tokens]
+        ended = bool(ids) and ids[-1] == self.tgt_tok.eos_id
+        return Hypothesis(
+            tokens=ids[:-1] if ended else ids,
+            score=float(score),
+            hit_max_len=not ended and len(ids) >= limit,
+        )
+
+
+def _by_length_class(pieces: Sequence[Sequence[int]], beam_size: int) -> dict[int, list[int]]:
+    """Positions of `pieces` by length class (sources of n + 1 tokens with EOS in [2^c, 2^(c+1))):
+    the searches of one class share a call and, for beam search, a length penalty."""
+    classes: dict[int, list[int]] = defaultdict(list)
+    for position, piece in enumerate(pieces):
+        classes[(len(piece) + 1).bit_length() if beam_size > 1 else 0].append(position)
+    return classes
+
+
+def _length_penalty(cfg: DecodingConfig, length: int) -> float:
+    """CTranslate2's α for sources of `length` tokens' class (see the module's docstring)."""
+    if cfg.beam_size == 1:
+        return 0.0  # greedy search: the plain log-probability, as here
+    if cfg.length_penalty == 0:
+        # As good as 0 for the scores, but it turns off CTranslate2's early exit, so that every
+        # search runs until beam_size hypotheses have finished, as `_ended_before` assumes.
+        return NO_PENALTY
+    typical = 1.5 * 2 ** ((length + 1).bit_length() - 1)  # the middle of the length class
+    return cfg.length_penalty * typical / (typical + 5)
+
+
+def _ended_before(nbest: list[Hypothesis], limit: int, beam_size: int) -> bool:
+    """Whether a search run to a longer limit ended as one run to `limit` would have.
+
+    Greedy search does not depend on the limit until it reaches it. Beam search ended at the
+    step its last hypothesis finished; the list holds every finished one (up to beam_size, and
+    always one of those that finished last), so the longest, EOS counted, tells that step.
+    """
+    lengths = [len(h.tokens) + (not h.hit_max_len) for h in nbest]
+    if beam_size == 1:
+        return not nbest[0].hit_max_len and lengths[0] <= limit
+    return all(not h.hit_max_len for h in nbest) and max(lengths) < limit

@@ -1,0 +1,262 @@
+"""The CTranslate2 export: a tiny trained model exported, then decoded by both engines.
+
+Greedy search, and beam search without a length penalty, are the same search in both engines,
+so their outputs must agree sentence for sentence; CTranslate2's cross-attention must be the
+torch model's. Skipped where the `export` extra (ctranslate2) is not installed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from llm_from_scratch.checkpoint import inference_state, save_checkpoint
+from llm_from_scratch.decoding.batched import decode_pieces
+from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.translator import Translator
+from llm_from_scratch.export.ctranslate2_model import (
+    INSTALL_HINT,
+    MANIFEST,
+    TOKENIZER_FILES,
+    ExportError,
+    export_checkpoint,
+    import_ctranslate2,
+)
+from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.programs import evaluate as evaluate_cli
+from llm_from_scratch.programs import export as export_program
+from llm_from_scratch.programs import translate as translate_cli
+from llm_from_scratch.programs.train import TrainConfig
+from llm_from_scratch.schema import to_schema
+from llm_from_scratch.serving.service import TranslationService
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from llm_from_scratch.training.attention_figure import teacher_forced_attention
+from tests.decoding.builders import (
+    CONFIG_DIR,
+    TINY,
+    random_sources,
+    tiny_tokenizer,
+)
+
+STEP, DEV_BLEU = 60, 12.5
+
+
+@pytest.fixture(scope="module")
+def model(copy_model: Seq2SeqTransformer) -> Seq2SeqTransformer:
+    """The copy model in float32, the type CTranslate2 computes in."""
+    return copy.deepcopy(copy_model).float()
+
+
+@pytest.fixture(scope="module")
+def checkpoint(
+    tmp_path_factory: pytest.TempPathFactory, tokenizer: BPETokenizer, model: Seq2SeqTransformer
+) -> Path:
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        config = to_schema(compose("train", ["decoding=greedy"]), TrainConfig)
+    config.model = TINY  # the copy model's
+    state = inference_state(model, tokenizer, tokenizer, config)
+    state.update(progress={"step": STEP}, metrics={"bleu": DEV_BLEU})
+    path = tmp_path_factory.mktemp("run") / "averaged.pt"
+    save_checkpoint(path, state)
+    return path
+
+
+@pytest.fixture(scope="module")
+def exported(checkpoint: Path) -> Path:
+    pytest.importorskip("ctranslate2")
+    return export_checkpoint(checkpoint, checkpoint.parent / "ctranslate2", run="tiny").directory
+
+
+@pytest.fixture(scope="module")
+def pieces(tokenizer: BPETokenizer) -> list[list[int]]:
+    sources = random_sources(tokenizer, 60, torch.Generator().manual_seed(3))
+    return [source[:-1] for source in sources]  # without EOS, as the Translator gives them
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_same_outputs_as_torch_without_length_penalty(
+    exported: Path, model, tokenizer, pieces, beam_size: int
+):
+    cfg = DecodingConfig(beam_size=beam_size, length_penalty=0.0, precision="fp32")
+    expected = decode_pieces(model, pieces, tokenizer, tokenizer, cfg)
+    engine = Translator.from_export(exported, device="cpu").model
+    got = engine.decode_pieces(pieces, cfg)
+    assert [[h.tokens for h in nbest] for nbest in got] == [
+        [h.tokens for h in nbest] for nbest in expected
+    ]
+    assert [[h.hit_max_len for h in nbest] for nbest in got] == [
+        [h.hit_max_len for h in nbest] for nbest in expected
+    ]
+    # Scores differ by BOS and PAD's small share: CTranslate2 removes them before the softmax.
+    for got_nbest, expected_nbest in zip(got, expected, strict=True):
+        for got_hyp, expected_hyp in zip(got_nbest, expected_nbest, strict=True):
+            assert got_hyp.score == pytest.approx(expected_hyp.score, abs=0.05)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_the_output_limit_is_the_torch_searches(
+    exported: Path, model, tokenizer, pieces, beam_size: int
+):
+    """A limit short enough to stop many sentences stops the same ones at the same token,
+    though one CTranslate2 call decodes sources of several limits."""
+    cfg = DecodingConfig(
+        beam_size=beam_size, length_penalty=0.0, max_len_a=0.5, max_len_b=2, precision="fp32"
+    )
+    expected = decode_pieces(model, pieces, tokenizer, tokenizer, cfg)
+    got = Translator.from_export(exported, device="cpu").model.decode_pieces(pieces, cfg)
+    assert any(nbest[0].hit_max_len for nbest in expected)
+    assert [(n[0].tokens, n[0].hit_max_len) for n in got] == [
+        (n[0].tokens, n[0].hit_max_len) for n in expected
+    ]
+
+
+def test_translator_from_export_translates_alone(exported: Path, checkpoint: Path, tmp_path):
+    """Copied away from the checkpoint, the export translates texts, long ones split into pieces,
+    as the torch Translator does."""
+    moved = Path(shutil.copytree(exported, tmp_path / "moved"))
+    texts = ["the cat sat on the mat.", "", "a dog ran. " * 30, "これはテストです。"]
+    torch_texts = [
+        t.text
+        for t in Translator.from_checkpoint(checkpoint, "cpu", precision="fp32").translate(texts)
+    ]
+    translator = Translator.from_export(moved, device="cpu")
+    assert len(translator.source_pieces(texts[2])) > 1
+    assert [t.text for t in translator.translate(texts)] == torch_texts
+
+
+def test_the_manifest_names_the_run_and_the_tokenizers(exported: Path, tokenizer: BPETokenizer):
+    manifest = json.loads((exported / MANIFEST).read_text(encoding="utf-8"))
+    assert (manifest["run"], manifest["step"], manifest["dev_bleu"]) == ("tiny", STEP, DEV_BLEU)
+    assert manifest["quantization"] == "float32"
+    for side in ("src", "tgt"):
+        assert manifest["tokenizers"][side]["sha256"] == tokenizer.hash
+        assert BPETokenizer.load(exported / TOKENIZER_FILES[side]).hash == tokenizer.hash
+
+
+def test_an_altered_tokenizer_is_refused(exported: Path, tmp_path):
+    altered = Path(shutil.copytree(exported, tmp_path / "altered"))
+    other = tiny_tokenizer(("something else entirely.", "別の文です。"))
+    other.save(altered / TOKENIZER_FILES["tgt"])
+    with pytest.raises(ExportError, match="does not match the manifest's hash"):
+        Translator.from_export(altered, device="cpu")
+
+
+def test_a_directory_that_is_no_export_is_refused(tmp_path):
+    pytest.importorskip("ctranslate2")
+    with pytest.raises(ExportError, match="is not a CTranslate2 export"):
+        Translator.from_export(tmp_path, device="cpu")
+
+
+def test_int8_translates_nearly_as_fp32(checkpoint: Path, exported: Path, pieces, tmp_path):
+    int8 = export_checkpoint(checkpoint, tmp_path / "int8", quantization="int8").directory
+    cfg = DecodingConfig(beam_size=1, precision="fp32")
+    fp32_out = Translator.from_export(exported, device="cpu").model.decode_pieces(pieces, cfg)
+    int8_out = Translator.from_export(int8, device="cpu").model.decode_pieces(pieces, cfg)
+    same = sum(a[0].tokens == b[0].tokens for a, b in zip(fp32_out, int8_out, strict=True))
+    assert same >= 0.8 * len(pieces)
+
+
+def test_the_heatmap_is_the_torch_models_last_layer(exported: Path, model, tokenizer):
+    service = TranslationService(Translator.from_export(exported, device="cpu"), run="tiny")
+    assert service.info.engine == "ctranslate2"
+    text = "the cat sat."
+    best = service.translator.translate([text])[0].candidates[0]
+    alignment = service._alignment(text, best)
+    src_ids = [*service.translator.source_pieces(text)[0], tokenizer.eos_id]
+    tgt_out = best.tokens if best.hit_max_len else [*best.tokens, tokenizer.eos_id]
+    expected = teacher_forced_attention(model, src_ids, tgt_out, tokenizer.bos_id)[-1]
+    assert alignment.layers == [TINY.n_decoder_layers]
+    assert torch.tensor(alignment.weights[0]) == pytest.approx(expected, abs=2e-3)
+
+
+def test_an_ensemble_is_refused_in_one_line(checkpoint: Path, capsys):
+    argv = ["--checkpoint", str(checkpoint), "--ensemble", str(checkpoint)]
+    with pytest.raises(ExportError, match="an ensemble cannot be exported"):
+        export_program.main(argv)
+
+
+def test_an_existing_directory_needs_force(checkpoint: Path, exported: Path):
+    with pytest.raises(ExportError, match="--force"):
+        export_program.main(["--checkpoint", str(checkpoint), "--output", str(exported)])
+
+
+def test_without_ctranslate2_the_error_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # `import ctranslate2` fails
+    with pytest.raises(ExportError, match=re.escape(INSTALL_HINT)):
+        import_ctranslate2()
+
+
+def test_the_api_serves_the_export(exported: Path):
+    from fastapi.testclient import TestClient
+
+    from llm_from_scratch.serving.api import create_app
+    from llm_from_scratch.serving.config import ServingConfig
+
+    service = TranslationService(Translator.from_export(exported, device="cpu"), run="tiny")
+    with TestClient(create_app(service, ServingConfig())) as client:
+        health = client.get("/api/health").json()
+        response = client.post(
+            "/api/translate", json={"texts": ["the cat sat."], "beam": 2, "attention": True}
+        ).json()
+    assert (health["model"]["engine"], health["model"]["step"]) == ("ctranslate2", STEP)
+    translation = response["translations"][0]
+    expected = Translator.from_export(exported, device="cpu", beam_size=2).translate(
+        ["the cat sat."]
+    )[0]
+    assert translation["text"] == expected.text
+    attention = translation["attention"]
+    assert attention["layers"] == [TINY.n_decoder_layers]
+    assert len(attention["weights"][0]) == len(attention["target"])
+    assert all(len(row) == len(attention["source"]) for row in attention["weights"][0])
+
+
+def test_translate_with_the_engine_flag_prints_the_torch_translations(
+    exported: Path, checkpoint: Path, capsys
+):
+    texts = ["the cat sat on the mat.", "a dog ran."]
+    args = ["--checkpoint", str(checkpoint), "decoding.precision=fp32", *texts]
+    assert translate_cli.main(args) == 0
+    torch_lines = capsys.readouterr().out
+    args = ["--engine", "ctranslate2", "--checkpoint", str(exported), *texts]
+    assert translate_cli.main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out == torch_lines
+    assert f"model: {exported.resolve()}" in captured.err
+
+
+def test_evaluate_with_the_engine_flag_scores_the_torch_translations(
+    exported: Path, checkpoint: Path, corpus_mirror: Path, tmp_path: Path
+):
+    common = [
+        "--beam",
+        "1",
+        "--limit",
+        "8",
+        "--data",
+        "small_parallel_enja",
+        f"data.mirror={corpus_mirror}",
+        f"paths.raw_dir={tmp_path / 'raw'}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        "decoding.precision=fp32",
+    ]
+    torch_dir, engine_dir = tmp_path / "torch", tmp_path / "engine"
+    assert (
+        evaluate_cli.main(
+            ["--checkpoint", str(checkpoint), *common, "--output-dir", str(torch_dir)]
+        )
+        == 0
+    )
+    engine_args = ["--engine", "ctranslate2", "--checkpoint", str(exported), *common]
+    assert evaluate_cli.main([*engine_args, "--output-dir", str(engine_dir)]) == 0
+    metrics = json.loads((engine_dir / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["engine"] == "ctranslate2"
+    hypotheses = (engine_dir / "hypotheses.txt").read_text(encoding="utf-8")
+    assert hypotheses == (torch_dir / "hypotheses.txt").read_text(encoding="utf-8")
