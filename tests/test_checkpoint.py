@@ -153,6 +153,7 @@ def run_config() -> TrainConfig:
         tokenizer=TokenizerConfig(vocab_size=300),
         model=TINY,
         training=TrainingConfig(
+            compile="false",  # a bool before `auto` existed
             max_steps=4200,
             max_time=None,
             lr=5e-4,

@@ -85,6 +85,7 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
         (["model.d_model=250", "model.n_heads=8"], "model.d_model=250 is not divisible by"),
         (["model.dropout=1.5"], "model.dropout=1.5"),
         (["training.precision=fp8"], "training.precision='fp8'"),
+        (["training.compile=maybe"], "training.compile='maybe'"),
         (["training.accumulation_steps=0"], "training.accumulation_steps=0"),
         (["decoding.beam_size=2", "decoding.nbest=3"], "decoding.nbest=3"),
         (["tokenizer.vocab_size=100"], "tokenizer.vocab_size=100"),
@@ -107,6 +108,18 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
 def test_invalid_values_are_named(compose_config, overrides, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         to_schema(compose_config("train", overrides), TrainConfig)
+
+
+@pytest.mark.parametrize(
+    ("setting", "on_cpu", "on_cuda"),
+    [("auto", False, True), ("true", True, True), ("True", True, True), ("false", False, False)],
+)
+def test_compile_auto_compiles_on_cuda_only(compose_config, setting, on_cpu, on_cuda):
+    import torch
+
+    training = to_schema(compose_config("train", [f"training.compile={setting}"]), TrainConfig)
+    assert training.training.compiles(torch.device("cpu")) is on_cpu
+    assert training.training.compiles(torch.device("cuda")) is on_cuda
 
 
 @pytest.mark.parametrize("group", ["paths", "tokenizer", "model", "training", "decoding"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from omegaconf import MISSING
 
@@ -15,7 +16,11 @@ from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import PRECISIONS
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 
+if TYPE_CHECKING:
+    import torch
+
 SCHEDULES = ("inverse_sqrt", "cosine")
+COMPILE_CHOICES = ("auto", "true", "false")
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
 
 
@@ -72,7 +77,7 @@ class TrainingConfig:
     seed: int = 1234
     device: str = "auto"  # auto: CUDA when available, else CPU
     precision: str = "auto"
-    compile: bool = False
+    compile: str = "auto"  # auto: CUDA only; on CPUs compiling cost more than it saved
     threads: int | None = None  # CPU threads; null: $OMP_NUM_THREADS, else the usable cores
     max_steps: int = 4200
     max_epochs: int | None = None
@@ -96,6 +101,10 @@ class TrainingConfig:
     # null: every run length trains the recipe above
     short_run: ShortRunConfig | None = field(default_factory=ShortRunConfig)
 
+    def compiles(self, device: torch.device) -> bool:
+        """Whether the model is wrapped in `torch.compile` on `device`."""
+        return self.compile == "true" or (self.compile == "auto" and device.type == "cuda")
+
     @property
     def budget_seconds(self) -> float | None:
         return None if self.max_time is None else parse_duration(self.max_time)
@@ -103,6 +112,8 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         check_choice("training.precision", self.precision, PRECISIONS)
         check_choice("training.schedule", self.schedule, SCHEDULES)
+        self.compile = str(self.compile).lower()  # `compile=true` reaches a str field as "True"
+        check_choice("training.compile", self.compile, COMPILE_CHOICES)
         at_least_one = (
             "max_steps", "accumulation_steps", "eval_every", "save_every", "log_every",
             "max_nonfinite", "max_epochs", "patience", "dev_bleu_sentences", "threads",

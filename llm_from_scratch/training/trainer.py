@@ -122,7 +122,7 @@ class Trainer:
         if self.dist.enabled:
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.forward_model = DistributedDataParallel(self.model, device_ids=ids)
-        if self.cfg.compile:
+        if self.cfg.compiles(self.device):
             self.forward_model = torch.compile(self.forward_model)
 
     def validator(self) -> Validator | None:
