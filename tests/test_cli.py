@@ -79,6 +79,19 @@ def test_a_refused_command_leaves_no_run_directory_and_names_a_file_in_its_way(t
     assert not run_dir.exists()  # no empty train.log either
 
 
+def test_the_config_is_checked_before_hydra_makes_the_run_directory(tmp_path):
+    from llm_from_scratch.errors import ConfigError
+    from llm_from_scratch.programs.train import check_config_before_hydra
+
+    (tmp_path / "runs").write_text("")
+    with pytest.raises(ConfigError, match=r"^paths.runs_dir=.*runs cannot be a directory: .*"):
+        check_config_before_hydra([f"paths.runs_dir={tmp_path / 'runs'}", "name=x"])
+    with pytest.raises(ConfigError, match=r"^training.lr=-1.0 must be positive$"):
+        check_config_before_hydra(["training.lr=-1"])
+    check_config_before_hydra([f"paths.run_dir={tmp_path / 'fresh'}"])  # nothing in the way
+    check_config_before_hydra(["--help"])  # Hydra's own
+
+
 def test_make_data_copies_from_the_mirror(corpus_mirror, tmp_path):
     # --old-file: never (re)install the virtual environment from here, even when pyproject.toml
     # is newer than its stamp (with this PATH, `python3` may not be the one it was built with).

@@ -23,7 +23,7 @@ from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.device import contention, resolve_device, set_threads
 from llm_from_scratch.paths import check_directory, config_dir, project_root
-from llm_from_scratch.programs.common import exit_on_user_error, register_schema
+from llm_from_scratch.programs.common import compose_config, exit_on_user_error, register_schema
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (
@@ -156,12 +156,30 @@ def _since(started: float) -> str:
     return f"{time.perf_counter() - started:.1f} s"
 
 
+def main() -> None:
+    """`scripts/train.py`: Hydra makes the run directory before the program runs, so an invalid
+    config or a file in the directory's way is refused here first, in one line."""
+    with exit_on_user_error():
+        check_config_before_hydra(sys.argv[1:])
+    _main()
+
+
+def check_config_before_hydra(arguments: list[str]) -> None:
+    """Compose and validate the config as Hydra will, and refuse a `paths.run_dir` that a file is
+    in the way of. Hydra's own options and settings (`--help`, `hydra.run.dir=...`) are left to
+    Hydra."""
+    if any(argument.startswith(("-", "hydra.", "hydra/", "+hydra")) for argument in arguments):
+        return
+    config = compose_config("train", arguments, TrainConfig)
+    check_directory(run_directory(config), "paths.run_dir")
+
+
 def run_directory(config: TrainConfig) -> Path:
     return Path(config.paths.run_dir or config.paths.run(config.name))
 
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="train")
-def main(cfg: DictConfig) -> None:
+def _main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         train(to_schema(cfg, TrainConfig), launch=cfg, keep_model=model_chosen())
 
