@@ -7,7 +7,7 @@ and the closing quotes and brackets that follow it:
 
 - Japanese terminators always end a sentence, space or not, except before the particle `と`
   after a closing quote (`「はい。」と言った`).
-- An ASCII terminator ends one only before a space, the end of the line, or a Japanese character,
+- `.` `!` `?` `…` end one only before a space, the end of the line, or a Japanese character,
   so decimals (3.5, 1,200.50), URLs (example.com) and emails (john.smith@example.com) stay whole.
 - After a closing quote, a lowercase word continues the sentence (`"Really?" he asked.`).
 - `!` and `?` end a sentence; so does `.` after an ordinary word or a number, whatever the case
@@ -47,6 +47,8 @@ _MAYBE_FINAL = {"etc", "inc", "ltd", "co", "corp", "jr", "sr", "bros", "ft", *_M
 _DOTTED = re.compile(r"(?:[a-z]\.)+[a-z]")  # a.m, p.m, u.s, u.k (the final period excluded)
 _INITIAL = re.compile(r"[A-Z]")
 _NUMBER = re.compile(r"\d+")
+_SPACES = re.compile(r"\s*")
+_OPENING = re.compile(f"[{re.escape(_OPENERS)}]*")
 
 
 def split_sentences(line: str) -> list[str]:
@@ -62,40 +64,44 @@ def split_sentences(line: str) -> list[str]:
 
 
 def _ends_sentence(line: str, start: int, match: re.Match[str]) -> bool:
-    """Whether the terminators (and closers) of `match` end the sentence that began at `start`."""
+    """Whether the terminators (and closers) of `match` end the sentence that began at `start`.
+    Indices, not slices: the work stays linear in the line however many periods it holds."""
     terminators = match.group().rstrip(_CLOSERS)
     closed = len(terminators) < len(match.group())
-    rest = line[match.end() :]
-    following = rest.lstrip()
-    if not following:
+    following = _SPACES.match(line, match.end()).end()  # where the next word starts
+    if following == len(line):
         return True
     if any(char in _JAPANESE_ENDS for char in terminators):
-        return not (closed and following.startswith("と"))
-    if not (rest[0].isspace() or _JAPANESE.match(rest[0])):
+        return not (closed and line.startswith("と", following))
+    if following == match.end() and not _JAPANESE.match(line, following):
         return False  # inside a number, a URL or an email: 3.5, example.com
-    first = following.lstrip(_OPENERS)[:1]
+    word = _OPENING.match(line, following).end()
+    first = line[word : word + 1]
     if closed and first.islower():
         return False  # quoted speech goes on: "Really?" he asked.
     if "!" in terminators or "?" in terminators:
         return True
     if terminators != ".":  # an ellipsis: `...`, `…`
         return _starts_sentence(first)
-    return _period_ends_sentence(line[start : match.start()], first)
+    return _period_ends_sentence(line, start, match.start(), first)
 
 
-def _period_ends_sentence(before: str, first: str) -> bool:
-    """Whether a single period after `before` (the sentence so far) ends it, `first` being the
+def _period_ends_sentence(line: str, start: int, period: int, first: str) -> bool:
+    """Whether the period at `period` ends the sentence that began at `start`, `first` being the
     first character of the next word."""
-    if not before or before[-1].isspace():
+    if period == start or line[period - 1].isspace():
         return True  # a period on its own, as tokenized corpora write it: `cats . i`
-    word = before.split()[-1].lstrip(_OPENERS)
+    begin = period
+    while begin > start and not line[begin - 1].isspace():
+        begin -= 1
+    word = line[begin:period].lstrip(_OPENERS)
     lowered = word.lower()
     if lowered in _NEVER_FINAL or _INITIAL.fullmatch(word):
         return False
     if lowered in _BEFORE_NUMBERS and first.isdigit():
         return False
-    if _NUMBER.fullmatch(word) and before.strip() == word:
-        return False  # a list number: `1. Buy milk.`
+    if _NUMBER.fullmatch(word) and _SPACES.fullmatch(line, start, begin):
+        return False  # a list number opening the sentence: `1. Buy milk.`
     if lowered in _MAYBE_FINAL or _DOTTED.fullmatch(lowered):
         return _starts_sentence(first)
     return True
