@@ -74,12 +74,17 @@ def timed(translator: Translator, sources: list[str]) -> tuple[float, list[Trans
     return len(sources) / (time.perf_counter() - start), translations
 
 
+def source_pieces(translator: Translator, text: str) -> list[list[int]]:
+    """The source ids `translator` decodes for `text`, over all its sentences."""
+    return [piece for sentence in translator.sentences(text) for piece in sentence.pieces]
+
+
 @torch.inference_mode()
 def teacher_forced_log_probs(translator: Translator, text: str, tokens: list[int]) -> torch.Tensor:
     """(len(tokens) + 1, vocab): the torch model's next-token log-probabilities along `tokens`
     then EOS, BOS and PAD excluded as the searches exclude them."""
     tok = translator.tgt_tok
-    src = torch.tensor([[*translator.source_pieces(text)[0], translator.src_tok.eos_id]])
+    src = torch.tensor([[*source_pieces(translator, text)[0], translator.src_tok.eos_id]])
     tgt_in = torch.tensor([[tok.bos_id, *tokens]])
     logits = translator.model(src, torch.ones_like(src, dtype=torch.bool), tgt_in)[0]
     log_probs = logits.double().log_softmax(-1)
@@ -90,7 +95,7 @@ def teacher_forced_log_probs(translator: Translator, text: str, tokens: list[int
 def is_tie(translator: Translator, text: str, a: list[int], b: list[int], tie: float) -> bool:
     """Whether torch scores outputs `a` and `b` within `tie`: greedy search at the token where
     they part, beam search (nbest 1, no length penalty) as whole outputs."""
-    if len(translator.source_pieces(text)) != 1:
+    if len(source_pieces(translator, text)) != 1:
         return False
     eos = translator.tgt_tok.eos_id
     if translator.decode.beam_size == 1:

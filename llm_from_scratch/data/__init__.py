@@ -7,6 +7,8 @@
     batching.py    `TokenBudgetBatchSampler`: length-bucketed, seeded, resumable, DDP-aware
     batch.py       `Batch` and `Collator` (padding, BOS/EOS shift, masks)
     datamodule.py  `build_data(...) -> DataModule`, with the on-disk tokenization cache
+    source_style.py  a corpus's source conventions, applied to its sentences and to user input
+    sentences.py   `split_sentences`: a line of English or Japanese into its sentences
 
 It needs a tokenizer only through the `protocols.Tokenizer` interface, so it does not import the
 tokenizer stage.

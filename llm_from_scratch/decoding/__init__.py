@@ -6,5 +6,5 @@ greedy.py      greedy_search
 beam.py        beam_search (GNMT length penalty, n-best)
 batched.py     decode_pieces: length-sorted token-budget batches (translation and validation)
 ensemble.py    Ensemble: several checkpoints decoding as one model
-translator.py  Translator: text in, text out (cleaning, long-input splitting)
+translator.py  Translator: text in, text out (cleaning, sentences and lines, long-input splitting)
 """

@@ -1,14 +1,18 @@
-"""Text in, text out: cleaning, splitting over-long input, token-budget batching, search.
+"""Text in, text out: cleaning, sentence splitting, token-budget batching, search.
 
 `Translator.from_run("default")` loads a run's final model once, `Translator.from_export(DIR)` a
 CTranslate2 export of one (the other engine; everything here but the search is shared);
 `translate` takes a list of texts, `translate_iter` any iterable, yielding each translation as
 soon as its group of lines is done.
 
-Input the model cannot take in one piece (longer than its positional table, or than the output
-limit a * src_len + b allows) is split into sentences, then words, then characters, translated
-piece by piece and rejoined: never cut. Characters outside the vocabulary encode as bytes, so any
-text that is valid Unicode can be translated.
+The model is trained on single sentences, so each line of a text is split into sentences
+(`data/sentences.py`); the sentences of all texts are decoded together, in token-budget batches,
+and each line's translations are joined again (without spaces in Japanese), the text's line
+breaks kept: no sentence is dropped. A sentence the model cannot take in one piece (longer than
+its positional table, or than the output limit a * src_len + b allows) is split further, at
+clauses, then words, then characters, translated piece by piece and rejoined: never cut.
+Characters outside the vocabulary encode as bytes, so any text that is valid Unicode can be
+translated.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -30,6 +34,7 @@ from llm_from_scratch.checkpoint import (
     restore_for_inference,
     run_model,
 )
+from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.common import Hypothesis
@@ -44,8 +49,9 @@ from llm_from_scratch.precision import select_precision
 from llm_from_scratch.schema import to_schema, with_overrides
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
-# Split points, coarsest first: after sentence-final punctuation, then between words.
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])")
+# Split points of a sentence too long for the model, coarsest first: after a clause's comma,
+# semicolon or colon, then between words.
+_CLAUSE_SPLIT = re.compile(r"(?<=[,;:、；：])(?=\s)|(?<=[、；：])(?=\S)")
 _WORD_SPLIT = re.compile(r"(?<=\s)(?=\S)")
 _LANGUAGES_WITHOUT_SPACES = ("ja", "zh", "th")
 _BREAKING = ("Cc", "Zl", "Zp")  # Unicode categories of control characters and line breaks
@@ -59,16 +65,39 @@ class InputError(UserError):
 
 
 @dataclass
-class Candidate:
-    text: str
-    score: float  # sum over the input's pieces of each piece's search score
-    tokens: list[int]  # target ids of all pieces, concatenated
+class SourceSentence:
+    text: str  # as split from its line, cleaned, before the corpus's source style
+    line: int  # the line of the text it is on, from 0
+    pieces: list[list[int]]  # its source ids, in pieces the model can take (usually one)
+
+
+@dataclass
+class SentenceTranslation:
+    text: str  # its pieces' translations, joined
+    tokens: list[int]  # target ids of its pieces, concatenated
     hit_max_len: bool  # some piece stopped at its length limit instead of at EOS
+
+
+@dataclass
+class Candidate:
+    text: str  # the sentences' translations, joined line by line, the text's line breaks kept
+    score: float  # sum over the input's pieces of each piece's search score
+    sentences: list[SentenceTranslation]  # one per source sentence, in order
+
+    @property
+    def tokens(self) -> list[int]:
+        """Target ids of all sentences, concatenated."""
+        return [token for sentence in self.sentences for token in sentence.tokens]
+
+    @property
+    def hit_max_len(self) -> bool:
+        return any(sentence.hit_max_len for sentence in self.sentences)
 
 
 @dataclass
 class Translation:
     candidates: list[Candidate]  # `nbest` of them, best first; none for an empty input
+    sentences: list[SourceSentence] = field(default_factory=list)  # what was translated
 
     @property
     def text(self) -> str:
@@ -76,7 +105,7 @@ class Translation:
 
 
 def joiner_for(language: str) -> str:
-    """What joins the translations of the pieces of a split input in `language`."""
+    """What joins the translations of the sentences (and pieces) of a line in `language`."""
     return "" if language in _LANGUAGES_WITHOUT_SPACES else " "
 
 
@@ -136,7 +165,7 @@ class Translator:
         self.src_tok = src_tok
         self.tgt_tok = tgt_tok
         self.decode = decode
-        self.joiner = joiner  # between the translations of the pieces of a split input
+        self.joiner = joiner  # between the translations of a line's sentences and pieces
         self.use_cache = use_cache
         self.source_style = source_style  # the training corpus's (data.corpus.source_style)
         if isinstance(model, CTranslate2Model):
@@ -243,16 +272,17 @@ class Translator:
         )
 
     def translate(self, texts: Sequence[str]) -> list[Translation]:
-        """One translation per text, in order; an empty (or all-space) text gives ""."""
-        pieces: list[tuple[int, list[int]]] = [
-            (index, ids) for index, text in enumerate(texts) for ids in self.source_pieces(text)
+        """One translation per text, in order: every sentence of each of its lines translated,
+        a line's translations joined, its line breaks kept; an empty (or all-space) text gives
+        ""."""
+        sources = [self.sentences(text) for text in texts]
+        pieces = [piece for sentences in sources for s in sentences for piece in s.pieces]
+        results = self._decode_pieces(pieces)
+        remaining = iter(results)
+        return [
+            Translation(self._combine(text, sentences, remaining), sentences)
+            for text, sentences in zip(texts, sources, strict=True)
         ]
-        results = self._decode_pieces([ids for _, ids in pieces])
-
-        per_text: list[list[list[Hypothesis]]] = [[] for _ in texts]
-        for (index, _), nbest in zip(pieces, results, strict=True):
-            per_text[index].append(nbest)
-        return [Translation(self._combine(piece_results)) for piece_results in per_text]
 
     def translate_iter(
         self, texts: Iterable[str], batch_lines: int = BATCH_LINES
@@ -274,10 +304,16 @@ class Translator:
                 self.model, pieces, self.src_tok, self.tgt_tok, self.decode, self.use_cache
             )
 
-    def source_pieces(self, text: str) -> list[list[int]]:
-        """The source ids `translate` decodes for `text`: cleaned, put in the corpus's style,
-        and split into pieces the model can take (none for an empty text)."""
-        return self._pieces(prepare_source(_clean(text), self.source_style))
+    def sentences(self, text: str) -> list[SourceSentence]:
+        """What `translate` decodes for `text`: the sentences of each of its lines, cleaned, in
+        the corpus's style, and split into pieces the model can take (none for an empty text)."""
+        sentences = []
+        for line, text_line in enumerate(_lines(text)):
+            for sentence in split_sentences(_clean(text_line)):
+                # No pieces: only characters the tokenizer's normalization removes.
+                if pieces := self._pieces(prepare_source(sentence, self.source_style)):
+                    sentences.append(SourceSentence(sentence, line, pieces))
+        return sentences
 
     def _pieces(self, text: str) -> list[list[int]]:
         """Source ids of `text`, split into pieces of at most `max_src_tokens`."""
@@ -298,22 +334,45 @@ class Translator:
                 current += part
         return pieces + self._pieces(current)
 
-    def _combine(self, piece_results: list[list[Hypothesis]]) -> list[Candidate]:
-        """The i-th candidate of a split input joins the i-th hypotheses of its pieces."""
-        if not piece_results:
-            return []
+    def _combine(
+        self,
+        text: str,
+        sentences: list[SourceSentence],
+        results: Iterator[list[Hypothesis]],
+    ) -> list[Candidate]:
+        """The i-th candidate of `text` joins the i-th hypotheses of its sentences' pieces, taken
+        from `results` in order."""
+        per_sentence = [[next(results) for _ in sentence.pieces] for sentence in sentences]
+        ranks = min((len(nbest) for nbests in per_sentence for nbest in nbests), default=0)
         candidates = []
-        for rank in range(min(len(nbest) for nbest in piece_results)):
-            hyps = [nbest[rank] for nbest in piece_results]
+        for rank in range(ranks):
+            hyps = [[nbest[rank] for nbest in nbests] for nbests in per_sentence]
+            translated = [self._sentence(sentence_hyps) for sentence_hyps in hyps]
+            lines: list[list[str]] = [[] for _ in _lines(text)]
+            for source, translation in zip(sentences, translated, strict=True):
+                lines[source.line].append(translation.text)
             candidates.append(
                 Candidate(
-                    text=self.joiner.join(_one_line(self.tgt_tok.decode(h.tokens)) for h in hyps),
-                    score=sum(h.score for h in hyps),
-                    tokens=[token for h in hyps for token in h.tokens],
-                    hit_max_len=any(h.hit_max_len for h in hyps),
+                    text="\n".join(self.joiner.join(line) for line in lines),
+                    score=sum(h.score for sentence_hyps in hyps for h in sentence_hyps),
+                    sentences=translated,
                 )
             )
         return candidates
+
+    def _sentence(self, hyps: list[Hypothesis]) -> SentenceTranslation:
+        """A sentence's translation from the hypotheses of its pieces."""
+        return SentenceTranslation(
+            text=self.joiner.join(_one_line(self.tgt_tok.decode(h.tokens)) for h in hyps),
+            tokens=[token for h in hyps for token in h.tokens],
+            hit_max_len=any(h.hit_max_len for h in hyps),
+        )
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of `text`, a final line break (as a file's lines end) not starting another."""
+    lines = text.split("\n")
+    return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
 
 
 def _clean(text: str) -> str:
@@ -329,14 +388,14 @@ def _clean(text: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    """Control characters and line separators as spaces: one text in, one line out."""
+    """Control characters and line separators as spaces: one line in, one line out."""
     return "".join(" " if unicodedata.category(char) in _BREAKING else char for char in text)
 
 
 def _split_once(text: str) -> list[str]:
-    """`text` cut at its coarsest split points (sentences, else words, else in two halves);
-    the parts join back to `text`."""
-    for pattern in (_SENTENCE_SPLIT, _WORD_SPLIT):
+    """`text` (one sentence) cut at its coarsest split points (clauses, else words, else in two
+    halves); the parts join back to `text`."""
+    for pattern in (_CLAUSE_SPLIT, _WORD_SPLIT):
         parts = [part for part in pattern.split(text) if part]
         if len(parts) > 1:
             return parts

@@ -8,8 +8,11 @@
     translate.py decoding.length_penalty=1.4 "Hello."   any key of the run's decoding config
     translate.py --engine ctranslate2 "Hello."    the run's CTranslate2 export (`make export`)
 
-The model is the final one of run `default` (runs/default/averaged.pt, else best.pt) unless
---run or --checkpoint says otherwise; which one, with its step and dev BLEU, goes to stderr.
+Each line is split into sentences, every sentence is translated, and the line's translations
+are joined: one output line per input line, however many sentences it holds (an argument with
+line breaks counts as its lines). The model is the final one of run `default`
+(runs/default/averaged.pt, else best.pt) unless --run or --checkpoint says otherwise; which one,
+with its step and dev BLEU, goes to stderr.
 Translations of a file or stdin are written as they are done, in input order, so an interrupted
 run keeps what it translated. With --nbest N > 1 each input gives N lines
 `<input line number>\\t<score>\\t<translation>`.
@@ -86,7 +89,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, str]]
         if parsed and parsed[0].startswith(_DECODING_PREFIX):
             decoding[parsed[0].removeprefix(_DECODING_PREFIX)] = parsed[1]
         else:
-            texts.append(text)
+            texts += text.split("\n")  # an argument's lines are lines of the output too
     if texts and args.input is not None:
         raise UsageError("give texts to translate or --input FILE, not both")
     args.texts = texts
@@ -124,10 +127,11 @@ def _parser() -> Parser:
         "texts",
         nargs="*",
         metavar="TEXT",
-        help="texts to translate, one output line each; decoding.KEY=VALUE sets a decoding key",
+        help="texts to translate, one output line per line of each; decoding.KEY=VALUE sets "
+        "a decoding key",
     )
     parser.add_argument(
-        "--input", type=Path, metavar="FILE", help="file to translate, one sentence per line"
+        "--input", type=Path, metavar="FILE", help="file to translate, one output line per line"
     )
     add_model_arguments(parser)
     parser.add_argument(

@@ -43,10 +43,15 @@ T = TypeVar("T")
 class TranslateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    texts: list[str] = Field(description="English texts, one translation each")
+    texts: list[str] = Field(
+        description="English texts, one translation each: every sentence of a text is "
+        "translated, and its line breaks kept"
+    )
     beam: int | None = Field(None, description="beam size, 1 for greedy (default: the model's)")
     nbest: int = Field(1, description="candidates returned per text, at most beam")
-    attention: bool = Field(False, description="return the best translation's cross-attention")
+    attention: bool = Field(
+        False, description="return each sentence's cross-attention in the best translation"
+    )
 
 
 class TranslateResponse(BaseModel):

@@ -1,6 +1,6 @@
-"""What the API serves, apart from HTTP: translations with their n-best candidates and, on
-request, their cross-attention, from one loaded `Translator` (either engine), and the facts about
-its model."""
+"""What the API serves, apart from HTTP: translations with their n-best candidates, the sentences
+each text was split into with their translations and, on request, their cross-attention, from one
+loaded `Translator` (either engine), and the facts about its model."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ from dataclasses import dataclass, replace
 import torch
 
 from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
-from llm_from_scratch.decoding.translator import Candidate, Translator
+from llm_from_scratch.decoding.translator import (
+    SentenceTranslation,
+    SourceSentence,
+    Translation,
+    Translator,
+)
 from llm_from_scratch.model.transformer import Decoder, Encoder, Seq2SeqTransformer
 from llm_from_scratch.training.attention_figure import piece_label, teacher_forced_attention
 
@@ -44,11 +49,18 @@ class Alignment:
 
 
 @dataclass
+class ServedSentence:
+    source: str  # a sentence of the text, as the translator split it
+    text: str  # its translation in the best candidate
+    attention: Alignment | None = None  # when asked for, and it was decoded in one piece
+
+
+@dataclass
 class ServedTranslation:
-    text: str  # the best candidate's; "" for an empty text
+    text: str  # the best candidate's: its sentences' translations joined, line breaks kept
     score: float | None  # the best candidate's; None for an empty text
     candidates: list[ScoredText]  # nbest of them, best first
-    attention: Alignment | None = None  # when asked for, and the text was decoded in one piece
+    sentences: list[ServedSentence]  # in order; none for an empty text
 
 
 @dataclass
@@ -111,19 +123,26 @@ class TranslationService:
 
     def _translate(self, search: Search, texts: list[str]) -> list[ServedTranslation]:
         translations = self._translator(search.beam, search.nbest).translate(texts)
-        served = []
-        for text, translation in zip(texts, translations, strict=True):
-            candidates = [ScoredText(c.text, c.score) for c in translation.candidates]
-            best = translation.candidates[0] if translation.candidates else None
-            served.append(
-                ServedTranslation(
-                    text=translation.text,
-                    score=best.score if best else None,
-                    candidates=candidates,
-                    attention=self._alignment(text, best) if search.attention and best else None,
-                )
+        return [self._served(translation, search.attention) for translation in translations]
+
+    def _served(self, translation: Translation, attention: bool) -> ServedTranslation:
+        best = translation.candidates[0] if translation.candidates else None
+        sentences = [
+            ServedSentence(
+                source.text,
+                translated.text,
+                self._alignment(source, translated) if attention else None,
             )
-        return served
+            for source, translated in zip(
+                translation.sentences, best.sentences if best else [], strict=True
+            )
+        ]
+        return ServedTranslation(
+            text=translation.text,
+            score=best.score if best else None,
+            candidates=[ScoredText(c.text, c.score) for c in translation.candidates],
+            sentences=sentences,
+        )
 
     def _translator(self, beam: int, nbest: int) -> Translator:
         """The translator for a beam and n-best: the loaded one's model and settings otherwise."""
@@ -141,20 +160,17 @@ class TranslationService:
             )
         return self._translators[beam, nbest]
 
-    def _alignment(self, text: str, best: Candidate) -> Alignment | None:
-        """None for an ensemble (no one model's attention) and for a text too long to decode in
-        one piece (its pieces were decoded apart)."""
+    def _alignment(self, source: SourceSentence, best: SentenceTranslation) -> Alignment | None:
+        """None for an ensemble (no one model's attention) and for a sentence too long to decode
+        in one piece (its pieces were decoded apart)."""
         model, src_tok, tgt_tok = (
             self.translator.model,
             self.translator.src_tok,
             self.translator.tgt_tok,
         )
-        if not isinstance(model, Seq2SeqTransformer | CTranslate2Model):
+        if not isinstance(model, Seq2SeqTransformer | CTranslate2Model) or len(source.pieces) != 1:
             return None
-        pieces = self.translator.source_pieces(text)
-        if len(pieces) != 1:
-            return None
-        src_ids = [*pieces[0], src_tok.eos_id]
+        src_ids = [*source.pieces[0], src_tok.eos_id]
         tgt_out = best.tokens if best.hit_max_len else [*best.tokens, tgt_tok.eos_id]
         if isinstance(model, CTranslate2Model):
             weights = torch.tensor([model.cross_attention(src_ids, tgt_out)])

@@ -122,13 +122,13 @@ def test_translator_from_export_translates_alone(exported: Path, checkpoint: Pat
     """Copied away from the checkpoint, the export translates texts, long ones split into pieces,
     as the torch Translator does."""
     moved = Path(shutil.copytree(exported, tmp_path / "moved"))
-    texts = ["the cat sat on the mat.", "", "a dog ran. " * 30, "これはテストです。"]
+    texts = ["the cat sat on the mat.", "", "a dog ran, " * 30, "これはテストです。"]
     torch_texts = [
         t.text
         for t in Translator.from_checkpoint(checkpoint, "cpu", precision="fp32").translate(texts)
     ]
     translator = Translator.from_export(moved, device="cpu")
-    assert len(translator.source_pieces(texts[2])) > 1
+    assert len(translator.sentences(texts[2])[0].pieces) > 1
     assert [t.text for t in translator.translate(texts)] == torch_texts
 
 
@@ -169,8 +169,9 @@ def test_the_heatmap_is_the_torch_models_last_layer(exported: Path, model, token
     assert service.info.engine == "ctranslate2"
     text = "the cat sat."
     best = service.translator.translate([text])[0].candidates[0]
-    alignment = service._alignment(text, best)
-    src_ids = [*service.translator.source_pieces(text)[0], tokenizer.eos_id]
+    [source] = service.translator.translate([text])[0].sentences
+    alignment = service._alignment(source, best.sentences[0])
+    src_ids = [*source.pieces[0], tokenizer.eos_id]
     tgt_out = best.tokens if best.hit_max_len else [*best.tokens, tokenizer.eos_id]
     expected = teacher_forced_attention(model, src_ids, tgt_out, tokenizer.bos_id)[-1]
     assert alignment.layers == [TINY.n_decoder_layers]
@@ -212,7 +213,7 @@ def test_the_api_serves_the_export(exported: Path):
         ["the cat sat."]
     )[0]
     assert translation["text"] == expected.text
-    attention = translation["attention"]
+    attention = translation["sentences"][0]["attention"]
     assert attention["layers"] == [TINY.n_decoder_layers]
     assert len(attention["weights"][0]) == len(attention["target"])
     assert all(len(row) == len(attention["source"]) for row in attention["weights"][0])

@@ -60,6 +60,19 @@ def test_input_file_aligned_line_by_line(monkeypatch, capsys, checkpoint, tmp_pa
     assert lines[1] == ""
 
 
+def test_each_line_gives_one_line_joining_its_sentences(monkeypatch, capsys, checkpoint, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("Hello. How are you? Bye!\n\nThanks.\n", encoding="utf-8")
+    model = ["--checkpoint", str(checkpoint)]
+    _, lines = run_main(monkeypatch, capsys, [*model, "--input", str(source)])
+    _, one_by_one = run_main(monkeypatch, capsys, [*model, "Hello.", "How are you?", "Bye!"])
+    assert lines == ["".join(one_by_one), "", lines[2]] and lines[2]
+    _, from_arguments = run_main(
+        monkeypatch, capsys, [*model, "Hello. How are you? Bye!\n\nThanks."]
+    )
+    assert from_arguments == lines  # an argument's lines are output lines too
+
+
 def test_nbest_prints_scored_candidates(monkeypatch, capsys, checkpoint):
     args = ["--checkpoint", str(checkpoint), "--beam", "3", "--nbest", "2", "Hello.", "Bye."]
     status, lines = run_main(monkeypatch, capsys, args)

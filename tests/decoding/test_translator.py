@@ -1,4 +1,5 @@
-"""Text in, text out: splitting, batching and hostile input (tiny copy model, builders.py)."""
+"""Text in, text out: sentences and lines, splitting, batching and hostile input (tiny copy
+model, builders.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 import torch
 
 from llm_from_scratch import precision as precision_module
+from llm_from_scratch.data.sentences import split_sentences
+from llm_from_scratch.decoding import translator as translator_module
 from llm_from_scratch.decoding.batched import decode_pieces, length_batches
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import InputError, Translator
@@ -44,7 +47,7 @@ def test_piece_limit_keeps_output_limit_within_positions(copy_model, tokenizer):
 
 
 def test_split_input_joins_the_translations_of_its_pieces(translator, copy_model, tokenizer):
-    text = "the cat sat on the mat. " * 8
+    text = "the cat sat on the mat, " * 8  # one sentence, too long for the model: cut at commas
     pieces = translator._pieces(text.strip())
     assert len(pieces) > 1
     whole = translator.translate([text])[0].candidates[0]
@@ -85,10 +88,65 @@ def test_nbest_candidates_are_best_first(copy_model, tokenizer):
     "text",
     ["😀🎌 cat", "a\x00b\x1bc\x7f", "line\nbreak\u2028here", "\u200b", "ｆｕｌｌ　ｗｉｄｔｈ"],
 )
-def test_odd_characters_give_one_line_of_output(translator, text):
+def test_odd_characters_give_the_lines_of_the_input(translator, text):
     (translation,) = translator.translate([text])
-    assert "\n" not in translation.text
+    if translation.candidates:  # "\u200b" normalizes to nothing
+        assert translation.text.count("\n") == text.count("\n")  # U+2028 is no line break
     assert "\u2028" not in translation.text
+
+
+FIVE_SENTENCES = "the cat sat. a dog ran. the mat. これはテストです。 the park!"
+
+
+def test_every_sentence_is_decoded_in_one_batch_and_joined(translator, monkeypatch):
+    """Sentences in against sentences out: a line of five gives five decoded sentences, all
+    decoded in one call with the other texts', and its translation joins their five results."""
+    calls = []
+    decode = translator_module.decode_pieces
+    monkeypatch.setattr(
+        translator_module,
+        "decode_pieces",
+        lambda model, pieces, *args, **kwargs: (
+            calls.append(len(pieces)) or decode(model, pieces, *args, **kwargs)
+        ),
+    )
+    sentences = split_sentences(FIVE_SENTENCES)
+    assert len(sentences) == 5
+    whole, other = translator.translate([FIVE_SENTENCES, "the mat."])
+    assert calls == [5 + 1]
+    assert [source.text for source in whole.sentences] == sentences
+    assert len(whole.candidates[0].sentences) == 5
+    one_by_one = translator.translate(sentences)
+    assert whole.text == "".join(t.text for t in one_by_one)  # the Japanese joiner: no space
+    assert [s.text for s in whole.candidates[0].sentences] == [t.text for t in one_by_one]
+    assert other.text == translator.translate(["the mat."])[0].text
+
+
+def test_line_breaks_are_kept_and_empty_lines_stay_empty(copy_model, tokenizer):
+    translator = Translator(copy_model, tokenizer, tokenizer, GREEDY, joiner=" ")
+    lines = ["the cat sat. a dog ran.", "", "  ", "the mat.\r", "the park!"]
+    (translation,) = translator.translate(["\n".join(lines)])
+    expected = [t.text for t in translator.translate(lines)]
+    assert translation.text.split("\n") == expected
+    # A final line break, as a file's lines end, starts no line.
+    assert translator.translate(["\n".join(lines) + "\n"])[0].text == translation.text
+    assert expected[1] == expected[2] == "" and all(expected[i] for i in (0, 3, 4))
+    assert [source.line for source in translation.sentences] == [0, 0, 3, 4]
+    first = translator.translate(["the cat sat.", "a dog ran."])
+    assert expected[0] == " ".join(t.text for t in first)  # the joiner of a spaced language
+
+
+def test_nbest_candidates_of_several_sentences_join_hypotheses_of_the_same_rank(
+    copy_model, tokenizer
+):
+    translator = Translator(copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3, nbest=2))
+    (whole,) = translator.translate(["the cat sat. a dog ran."])
+    first, second = translator.translate(["the cat sat.", "a dog ran."])
+    for rank, candidate in enumerate(whole.candidates):
+        assert candidate.text == first.candidates[rank].text + second.candidates[rank].text
+        assert candidate.score == pytest.approx(
+            first.candidates[rank].score + second.candidates[rank].score
+        )
 
 
 def test_invalid_unicode_is_a_clear_error(translator):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llm_from_scratch.decoding.translator import Candidate, Translation
+from llm_from_scratch.decoding.translator import Candidate, SentenceTranslation, Translation
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.evaluation.metrics import bleu
 from llm_from_scratch.programs import evaluate as evaluate_cli
@@ -29,7 +29,7 @@ def checkpoint(tmp_path_factory):
 
 
 def translation(text: str, tokens: list[int], hit_max_len: bool = False) -> Translation:
-    return Translation([Candidate(text, -1.0, tokens, hit_max_len)])
+    return Translation([Candidate(text, -1.0, [SentenceTranslation(text, tokens, hit_max_len)])])
 
 
 def test_score_counts_max_len_and_repeats():

@@ -1,4 +1,5 @@
-"""The JSON API through FastAPI's TestClient: translations, health, one-line errors, batching."""
+"""The JSON API through FastAPI's TestClient: translations, sentences and lines, health, one-line
+errors, batching."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.serving.api import SERVER_ERROR
@@ -28,18 +30,36 @@ def test_translations_are_the_translators_with_their_candidates(client, checkpoi
         assert served["text"] == translation.text
         assert served["score"] == pytest.approx(translation.candidates[0].score)
         assert [c["text"] for c in served["candidates"]] == [c.text for c in translation.candidates]
-        assert served["attention"] is None  # not asked for
+        assert [s["attention"] for s in served["sentences"]] == [None]  # not asked for
 
 
 def test_an_empty_text_has_no_candidates(client):
     served = client().post("/api/translate", json={"texts": ["  "]}).json()["translations"]
-    assert served == [{"text": "", "score": None, "candidates": [], "attention": None}]
+    assert served == [{"text": "", "score": None, "candidates": [], "sentences": []}]
+
+
+def test_every_sentence_is_translated_and_line_breaks_are_kept(client, checkpoint):
+    text = "the cat sat. a dog ran!\n\nthe mat. これはテストです。"
+    response = client().post("/api/translate", json={"texts": [text, TEXTS[0]], "attention": True})
+    served = response.json()["translations"][0]
+    sentences = [s["source"] for s in served["sentences"]]
+    assert sentences == [
+        *split_sentences("the cat sat. a dog ran!"),
+        "the mat.",
+        "これはテストです。",
+    ]
+    translator = Translator.from_checkpoint(checkpoint, device="cpu")
+    one_by_one = [t.text for t in translator.translate(sentences)]
+    assert [s["text"] for s in served["sentences"]] == one_by_one
+    assert served["text"].split("\n") == ["".join(one_by_one[:2]), "", "".join(one_by_one[2:])]
+    assert all(s["attention"]["source"][-1] == "<eos>" for s in served["sentences"])
 
 
 def test_attention_on_request_is_a_distribution_over_labelled_source_pieces(client, service):
     response = client().post("/api/translate", json={"texts": [TEXTS[0]], "attention": True})
     served = response.json()["translations"][0]
-    attention = served["attention"]
+    (sentence,) = served["sentences"]
+    attention = sentence["attention"]
     # The labels spell the source as the model reads it (in its corpus's style), then EOS.
     read = prepare_source(TEXTS[0], service.translator.source_style)
     assert "".join(attention["source"][:-1]).replace("▁", " ") == read

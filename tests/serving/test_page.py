@@ -90,6 +90,32 @@ def test_typing_a_sentence_shows_its_translation_candidates_and_attention(browse
     assert not browser.find_element(By.ID, "error").is_displayed()
 
 
+def test_the_translation_keeps_the_typed_lines_and_each_sentence_has_its_heatmap(browser, server):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    browser.get(server)
+    WebDriverWait(browser, WAIT_S).until(
+        lambda _: "step" in browser.find_element(By.ID, "model").text
+    )
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys("the cat sat. a dog ran.\n\nthe mat.")
+    browser.find_element(By.ID, "translate").click()
+    WebDriverWait(browser, WAIT_S).until(
+        lambda _: browser.find_elements(By.CSS_SELECTOR, "#heatmap td")
+    )
+
+    lines = browser.find_element(By.ID, "translation").text.split("\n")
+    assert len(lines) == 3 and lines[0] and not lines[1] and lines[2]
+    sentence = Select(browser.find_element(By.ID, "sentence"))
+    labels = [option.text for option in sentence.options]
+    assert labels == ["1. the cat sat.", "2. a dog ran.", "3. the mat."]
+    sentence.select_by_index(2)
+    sources = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#heatmap th.source")]
+    assert "".join(sources).replace("▁", " ").strip() == "the mat .<eos>"
+
+
 def test_a_refused_request_shows_the_servers_error(browser, server):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

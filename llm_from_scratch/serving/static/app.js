@@ -2,7 +2,7 @@
 // The page of scripts/serve.py: no build step, no external resources; it talks to /api only.
 
 const $ = (id) => document.getElementById(id);
-let alignment = null; // the shown translation's cross-attention, or null
+let sentences = []; // the shown translation's sentences, each with its cross-attention or null
 
 async function showModel() {
   try {
@@ -49,7 +49,7 @@ async function translate(event) {
 }
 
 function show(translation) {
-  $("translation").textContent = translation.text;
+  $("translation").textContent = translation.text; // its line breaks show: white-space in CSS
   $("candidates").replaceChildren(
     ...translation.candidates.map((candidate) => {
       const item = document.createElement("li");
@@ -60,11 +60,15 @@ function show(translation) {
       return item;
     }),
   );
-  alignment = translation.attention;
-  const layers = alignment ? alignment.weights.length : 0;
-  $("layer").replaceChildren(
-    ...Array.from({ length: layers }, (_, i) => new Option(`layer ${alignment.layers[i]}`, i)),
+  sentences = translation.sentences;
+  $("sentence").replaceChildren(
+    ...sentences.map((sentence, index) => new Option(`${index + 1}. ${sentence.source}`, index)),
   );
+  // Every sentence's attention has the same layers: the model's (or CTranslate2's last one).
+  const attended = sentences.find((sentence) => sentence.attention);
+  const numbers = attended ? attended.attention.layers : [];
+  const layers = numbers.length;
+  $("layer").replaceChildren(...numbers.map((number, i) => new Option(`layer ${number}`, i)));
   $("layer").value = layers - 1; // the last layer: usually the sharpest alignment (CTranslate2
   // returns only that one)
   drawHeatmap();
@@ -72,9 +76,11 @@ function show(translation) {
 }
 
 function drawHeatmap() {
+  const sentence = sentences[Number($("sentence").value)];
+  const alignment = sentence ? sentence.attention : null;
   if (!alignment) {
     $("heatmap").textContent =
-      "No attention for this input: it was decoded in several pieces, or by an ensemble.";
+      "No attention for this sentence: it was decoded in several pieces, or by an ensemble.";
     return;
   }
   const weights = alignment.weights[Number($("layer").value)];
@@ -110,4 +116,5 @@ function shade(fraction) {
 
 $("form").addEventListener("submit", translate);
 $("layer").addEventListener("change", drawHeatmap);
+$("sentence").addEventListener("change", drawHeatmap);
 showModel();
