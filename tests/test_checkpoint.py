@@ -161,7 +161,9 @@ def run_config() -> TrainConfig:
             save_every=500,
             keep_snapshots=5,
         ),
-        decoding=DecodingConfig(beam_size=3, length_penalty=0.6, max_len_a=1.0, max_len_b=5),
+        decoding=DecodingConfig(
+            beam_size=3, length_penalty=0.6, max_len_a=1.0, max_len_b=5, no_repeat_ngram_size=0
+        ),
     )
 
 

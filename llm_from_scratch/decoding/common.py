@@ -62,10 +62,13 @@ def next_token_log_probs(
     BOS and PAD are never outputs; with `no_repeat_ngram_size` = n, neither is a token that would
     repeat an n-gram already in the row's `generated` ids (rows, steps).
     """
+    if no_repeat_ngram_size > 0:
+        # Banned before the softmax, so the allowed tokens share all of the probability, as in
+        # CTranslate2's search: the exported model then scores and ranks hypotheses the same.
+        logits = logits.clone()
+        _ban_repeated_ngrams(logits, generated, no_repeat_ngram_size)
     log_probs = log_softmax_upcast(logits)
     log_probs[:, [tok.bos_id, tok.pad_id]] = float("-inf")
-    if no_repeat_ngram_size > 0:
-        _ban_repeated_ngrams(log_probs, generated, no_repeat_ngram_size)
     return log_probs
 
 
@@ -75,7 +78,7 @@ def log_softmax_upcast(logits: Tensor) -> Tensor:
     return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
 
 
-def _ban_repeated_ngrams(log_probs: Tensor, generated: Tensor, n: int) -> None:
+def _ban_repeated_ngrams(logits: Tensor, generated: Tensor, n: int) -> None:
     if generated.size(1) < n:
         return  # no complete n-gram yet
     for row, tokens in enumerate(generated.tolist()):
@@ -85,4 +88,4 @@ def _ban_repeated_ngrams(log_probs: Tensor, generated: Tensor, n: int) -> None:
             for start in range(len(tokens) - n + 1)
             if tokens[start : start + n - 1] == context
         ]
-        log_probs[row, banned] = float("-inf")
+        logits[row, banned] = float("-inf")

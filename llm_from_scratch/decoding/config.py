@@ -15,7 +15,8 @@ class DecodingConfig:
     length_penalty: float = 1.5  # GNMT alpha; 0 disables
     max_len_a: float = 1.5  # output length limit: a * source_length + b (source EOS counted)
     max_len_b: int = 10
-    no_repeat_ngram_size: int = 0  # 0 disables
+    # Ban a token that would repeat an n-gram of the output's tokens: no loops. 0 disables.
+    no_repeat_ngram_size: int = 3
     batch_tokens: int = 8000  # bound on padded source tokens x beam_size per decoding batch
     # Of `Translator` (translate, evaluate); validation decodes at training.precision. auto: bf16
     # autocast where training's `auto` would pick it (a GPU, a CPU whose bf16 matrix products are

@@ -44,6 +44,12 @@ from llm_from_scratch.decoding.translator import (
 )
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import ConfigError, check_choice
+from llm_from_scratch.evaluation.fidelity import (
+    LOOP_NGRAM,
+    LOOP_TIMES,
+    looping_outputs,
+    number_fidelity,
+)
 from llm_from_scratch.evaluation.metrics import bleu, corpus_scores
 from llm_from_scratch.evaluation.report import (
     REPEAT_NGRAM,
@@ -311,6 +317,9 @@ def score(
     metrics[f"repeated_{REPEAT_NGRAM}gram"] = sum(
         has_repeated_ngram(t.candidates[0].tokens) for t in translations if t.candidates
     )
+    metrics["number_fidelity"] = number_fidelity(sources, plain_hyps).to_dict()
+    # Outputs repeating a word 4-gram 3 times where their source does not: loops.
+    metrics["loops"] = len(looping_outputs(sources, plain_hyps))
     return metrics
 
 
@@ -324,6 +333,16 @@ def _print_summary(metrics: dict[str, Any], output_dir: Path) -> None:
     print(
         f"{metrics['sentences_per_second']:.1f} sentences/s; {metrics['hit_max_len']} hit max_len; "
         f"{metrics[f'repeated_{REPEAT_NGRAM}gram']} with a repeated {REPEAT_NGRAM}-gram"
+    )
+    fidelity = metrics["number_fidelity"]
+    kept = (
+        f"{100 * fidelity['share']:.1f}% ({fidelity['kept']} of {fidelity['source_numbers']})"
+        if fidelity["share"] is not None
+        else "no numbers in the sources"
+    )
+    print(
+        f"numbers kept: {kept}; {metrics['loops']} outputs repeat a {LOOP_NGRAM}-gram "
+        f"{LOOP_TIMES} times where the source does not"
     )
     print(f"wrote {output_dir / 'hypotheses.txt'} and {output_dir / 'metrics.json'}")
 

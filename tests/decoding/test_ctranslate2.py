@@ -81,11 +81,21 @@ def pieces(tokenizer: BPETokenizer) -> list[list[int]]:
     return [source[:-1] for source in sources]  # without EOS, as the Translator gives them
 
 
-@pytest.mark.parametrize("beam_size", [1, 4])
+# CTranslate2's beam search bans repeated n-grams by a rule of its own (it refused a third 10
+# after "10 10" with n=3); its greedy search bans exactly as ours.
+SAME_SEARCH = [(1, 0), (1, 3), (4, 0)]  # (beam_size, no_repeat_ngram_size)
+
+
+@pytest.mark.parametrize(("beam_size", "no_repeat"), SAME_SEARCH)
 def test_same_outputs_as_torch_without_length_penalty(
-    exported: Path, model, tokenizer, pieces, beam_size: int
+    exported: Path, model, tokenizer, pieces, beam_size: int, no_repeat: int
 ):
-    cfg = DecodingConfig(beam_size=beam_size, length_penalty=0.0, precision="fp32")
+    cfg = DecodingConfig(
+        beam_size=beam_size,
+        length_penalty=0.0,
+        precision="fp32",
+        no_repeat_ngram_size=no_repeat,
+    )
     expected = decode_pieces(model, pieces, tokenizer, tokenizer, cfg)
     engine = Translator.from_export(exported, device="cpu").model
     got = engine.decode_pieces(pieces, cfg)
@@ -101,14 +111,19 @@ def test_same_outputs_as_torch_without_length_penalty(
             assert got_hyp.score == pytest.approx(expected_hyp.score, abs=0.05)
 
 
-@pytest.mark.parametrize("beam_size", [1, 4])
+@pytest.mark.parametrize(("beam_size", "no_repeat"), SAME_SEARCH)
 def test_the_output_limit_is_the_torch_searches(
-    exported: Path, model, tokenizer, pieces, beam_size: int
+    exported: Path, model, tokenizer, pieces, beam_size: int, no_repeat: int
 ):
     """A limit short enough to stop many sentences stops the same ones at the same token,
     though one CTranslate2 call decodes sources of several limits."""
     cfg = DecodingConfig(
-        beam_size=beam_size, length_penalty=0.0, max_len_a=0.5, max_len_b=2, precision="fp32"
+        beam_size=beam_size,
+        length_penalty=0.0,
+        max_len_a=0.5,
+        max_len_b=2,
+        precision="fp32",
+        no_repeat_ngram_size=no_repeat,
     )
     expected = decode_pieces(model, pieces, tokenizer, tokenizer, cfg)
     got = Translator.from_export(exported, device="cpu").model.decode_pieces(pieces, cfg)
@@ -116,6 +131,13 @@ def test_the_output_limit_is_the_torch_searches(
     assert [(n[0].tokens, n[0].hit_max_len) for n in got] == [
         (n[0].tokens, n[0].hit_max_len) for n in expected
     ]
+
+
+def test_the_engines_beam_search_never_repeats_a_banned_ngram(exported: Path, pieces):
+    cfg = DecodingConfig(beam_size=4, precision="fp32", no_repeat_ngram_size=2)
+    for nbest in Translator.from_export(exported, device="cpu").model.decode_pieces(pieces, cfg):
+        bigrams = list(zip(nbest[0].tokens, nbest[0].tokens[1:], strict=False))
+        assert len(bigrams) == len(set(bigrams))
 
 
 def test_translator_from_export_translates_alone(exported: Path, checkpoint: Path, tmp_path):

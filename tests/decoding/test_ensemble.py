@@ -61,13 +61,18 @@ def test_the_smallest_positional_table_bounds_the_ensemble(pair, copy_model, wid
     assert pair.cfg.max_positions == min(copy_model.cfg.max_positions, wide_model.cfg.max_positions)
 
 
-def test_ensemble_cached_equals_uncached_and_batched_equals_one_by_one(pair, tokenizer, sources):
-    cached = greedy(pair, tokenizer, sources)
-    assert scored(cached) == scored(greedy(pair, tokenizer, sources, use_cache=False))
-    assert scored(cached) == [scored(greedy(pair, tokenizer, [s]))[0] for s in sources]
-    beams = [scored(n) for n in beam(pair, tokenizer, sources)]
-    assert beams == [scored(n) for n in beam(pair, tokenizer, sources, use_cache=False)]
-    assert beams == [scored(beam(pair, tokenizer, [s])[0]) for s in sources]
+@pytest.mark.parametrize("no_repeat", [0, 2])
+def test_ensemble_cached_equals_uncached_and_batched_equals_one_by_one(
+    pair, tokenizer, sources, no_repeat
+):
+    options = {"no_repeat_ngram_size": no_repeat}
+    cached = greedy(pair, tokenizer, sources, **options)
+    assert scored(cached) == scored(greedy(pair, tokenizer, sources, use_cache=False, **options))
+    assert scored(cached) == [scored(greedy(pair, tokenizer, [s], **options))[0] for s in sources]
+    beams = [scored(n) for n in beam(pair, tokenizer, sources, **options)]
+    uncached = beam(pair, tokenizer, sources, use_cache=False, **options)
+    assert beams == [scored(n) for n in uncached]
+    assert beams == [scored(beam(pair, tokenizer, [s], **options)[0]) for s in sources]
 
 
 def test_ensemble_beam_scores_are_the_ensemble_log_probabilities(pair, tokenizer, sources):

@@ -10,7 +10,7 @@ from llm_from_scratch.decoding.beam import beam_search, length_penalty, top_cand
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.greedy import greedy_search
 
-from .builders import pad_batch
+from .builders import TINY, content_ids, pad_batch
 
 LIMITS = {"max_len_a": 1.0, "max_len_b": 5}
 
@@ -78,11 +78,13 @@ def test_cached_equals_uncached(copy_model, tokenizer, sources, no_repeat):
     assert [as_tuples(n) for n in cached_beams] == [as_tuples(n) for n in uncached_beams]
 
 
-def test_beam_size_one_equals_greedy(copy_model, tokenizer, sources):
+@pytest.mark.parametrize("no_repeat", [0, 2, 3])
+def test_beam_size_one_equals_greedy(copy_model, tokenizer, sources, no_repeat):
     # With a length penalty, beam search may rightly look past an early EOS; without, a single
-    # beam must take greedy's every step.
-    greedy_hyps = greedy(copy_model, tokenizer, sources)
-    beam_hyps = beam(copy_model, tokenizer, sources, beam_size=1, nbest=1, alpha=0.0)
+    # beam must take greedy's every step, under the same constraints.
+    options = {"no_repeat_ngram_size": no_repeat}
+    greedy_hyps = greedy(copy_model, tokenizer, sources, **options)
+    beam_hyps = beam(copy_model, tokenizer, sources, beam_size=1, nbest=1, alpha=0.0, **options)
     assert as_tuples(greedy_hyps) == [as_tuples(n)[0] for n in beam_hyps]
 
 
@@ -125,6 +127,41 @@ def test_no_repeat_ngram_size_removes_repeats(copy_model, tokenizer, sources):
     for nbest in beam(copy_model, tokenizer, sources, no_repeat_ngram_size=2):
         for h in nbest:
             assert not has_repeated_ngram(h.tokens, 2)
+
+
+class LoopingModel(torch.nn.Module):
+    """Whatever the source and prefix, the same next-token logits: a few favourite tokens, best
+    first, EOS worst. Left alone, a search repeats the first favourite to the length limit."""
+
+    cfg = TINY
+
+    def __init__(self, tok, favourites: int = 4) -> None:
+        super().__init__()
+        logits = torch.zeros(tok.vocab_size, dtype=torch.float64)
+        logits[content_ids(tok)[:favourites]] = torch.arange(favourites, 0, -1).double() * 3
+        logits[tok.eos_id] = -30.0
+        self.logits = logits
+
+    def encode(self, src, src_mask):
+        return torch.zeros(*src.shape, 1, dtype=torch.float64)
+
+    def decode(self, tgt, memory, src_mask, cache):
+        return self.logits.expand(*tgt.shape, -1)
+
+    def new_cache(self):
+        return None  # the searches then re-run the whole prefix, which this model ignores
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_no_repeat_ngram_stops_a_model_that_loops(tokenizer, sources, n):
+    model, long_outputs = LoopingModel(tokenizer), {"max_len_b": 30}
+    plain = greedy(model, tokenizer, sources, **long_outputs)
+    assert all(has_repeated_ngram(h.tokens, n) for h in plain)  # the model does loop
+    for h in greedy(model, tokenizer, sources, no_repeat_ngram_size=n, **long_outputs):
+        assert len(h.tokens) > 3 * n and not has_repeated_ngram(h.tokens, n)
+    for nbest in beam(model, tokenizer, sources, no_repeat_ngram_size=n, **long_outputs):
+        for h in nbest:
+            assert len(h.tokens) > 3 * n and not has_repeated_ngram(h.tokens, n)
 
 
 def test_nbest_are_distinct_and_best_first(copy_model, tokenizer, sources):

@@ -26,8 +26,15 @@ def test_validation_greedy_equals_the_translator_with_beam_size_one(copy_task, t
     hypotheses = Validator(trainer.model, data, trainer.precision, trainer.config).translate(
         dev["src_ids"]
     )
-    # At the precision validation decoded at (training's), not the translator's own choice.
-    greedy = dataclasses.replace(decoding, beam_size=1, nbest=1, precision=trainer.precision.name)
+    # At the precision validation decoded at (training's), not the translator's own choice, and
+    # like validation without the no-repeat constraint.
+    greedy = dataclasses.replace(
+        decoding,
+        beam_size=1,
+        nbest=1,
+        no_repeat_ngram_size=0,
+        precision=trainer.precision.name,
+    )
     translator = Translator.from_checkpoint(tmp_path / "last.pt", "cpu", greedy)
     translations = translator.translate(list(dev["src"]))
     assert [t.text for t in translations] == hypotheses

@@ -1,0 +1,104 @@
+"""What a translation must carry over whatever its wording: the source's numbers, and no loops.
+
+Number fidelity is the share of the numbers written in digits in the sources (years, prices,
+times, counts, decimals) that the outputs hold in digits too, ASCII or full-width. Both sides are
+NFKC-normalized (full-width ０-９ and ，． become ASCII) and thousands separators dropped, so
+`1,200`, `1200` and `１，２００` are one number. A number counts once per occurrence: a source
+with two 3s needs two in its output. Numbers written in kanji (三時, 千二百円) or with kanji
+units (12万円 for 120,000) do not count: the metric is strict, and the references of
+tests/data/everyday.ja write numbers in digits.
+
+A loop is an output that repeats some 4-gram 3 times while its source repeats none; n-grams are
+words as BLEU counts them (MeCab for Japanese, sacreBLEU's 13a for the English source), so the
+count does not depend on the model's vocabulary.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+from llm_from_scratch.evaluation.metrics import japanese_bleu
+
+# Digits with optional thousands groups, then an optional decimal part. A comma not followed by
+# exactly three digits ("In 1995, 20 people") or a period ending a sentence is not part of it.
+_NUMBER = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?")
+LOOP_NGRAM = 4
+LOOP_TIMES = 3
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers written in digits in `text`, in order, in one canonical form: ASCII, without
+    thousands separators or leading zeros (`05` in 3:05 is 3時5分's `5`); a decimal keeps its
+    fractional digits (`3.50` stays `3.50`)."""
+    normalized = unicodedata.normalize("NFKC", text)
+    return [
+        (whole.replace(",", "").lstrip("0") or "0") + (f".{fraction}" if fraction else "")
+        for whole, fraction in _NUMBER.findall(normalized)
+    ]
+
+
+@dataclass
+class NumberFidelity:
+    source_numbers: int  # numbers in all the sources
+    kept: int  # of those, found in their output
+    sentences_with_numbers: int
+    sentences_all_kept: int  # sentences with numbers whose output holds every one
+
+    @property
+    def share(self) -> float | None:
+        """kept / source_numbers; None when the sources hold no number."""
+        return self.kept / self.source_numbers if self.source_numbers else None
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return {
+            "share": self.share,
+            "source_numbers": self.source_numbers,
+            "kept": self.kept,
+            "sentences_with_numbers": self.sentences_with_numbers,
+            "sentences_all_kept": self.sentences_all_kept,
+        }
+
+
+def number_fidelity(sources: Sequence[str], hypotheses: Sequence[str]) -> NumberFidelity:
+    """How many of the sources' numbers their hypotheses keep (see the module docstring)."""
+    total = kept = with_numbers = all_kept = 0
+    for source, hypothesis in zip(sources, hypotheses, strict=True):
+        wanted = Counter(numbers(source))
+        if not wanted:
+            continue
+        found = wanted & Counter(numbers(hypothesis))
+        total += sum(wanted.values())
+        kept += sum(found.values())
+        with_numbers += 1
+        all_kept += found == wanted
+    return NumberFidelity(total, kept, with_numbers, all_kept)
+
+
+def has_loop(words: Sequence[str], n: int = LOOP_NGRAM, times: int = LOOP_TIMES) -> bool:
+    """Whether some n-gram of `words` occurs at least `times` times (overlaps counted)."""
+    counts = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+    return any(count >= times for count in counts.values())
+
+
+def looping_outputs(
+    sources: Sequence[str],
+    hypotheses: Sequence[str],
+    segment_target: Callable[[str], str] | None = None,
+) -> list[int]:
+    """Positions of the hypotheses that repeat a 4-gram 3 times where their source does not.
+
+    `segment_target` splits a hypothesis into space-separated words; by default BLEU's MeCab.
+    """
+    segment = segment_target or japanese_bleu().tokenizer
+    source_words = Tokenizer13a()
+    return [
+        index
+        for index, (source, hypothesis) in enumerate(zip(sources, hypotheses, strict=True))
+        if has_loop(segment(hypothesis).split()) and not has_loop(source_words(source).split())
+    ]

@@ -1,0 +1,74 @@
+"""The committed everyday test list, and `evaluate --data everyday` scoring it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+
+from llm_from_scratch.evaluation.fidelity import looping_outputs, number_fidelity
+from llm_from_scratch.programs import evaluate as evaluate_cli
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from tests.decoding.builders import save_tiny_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+EVERYDAY = ROOT / "tests" / "data" / "everyday"
+SENTENCES = 100
+NUMBERS = 42  # written in digits in everyday.en, in 30 of its lines
+
+
+def read_lines(name: str) -> list[str]:
+    return (EVERYDAY / name).read_text(encoding="utf-8").splitlines()
+
+
+def test_the_list_is_aligned_and_its_references_keep_every_number():
+    sources, references = read_lines("everyday.en"), read_lines("everyday.ja")
+    assert len(sources) == len(references) == SENTENCES
+    assert all(line.strip() == line and line for line in sources + references)
+    assert len(set(sources)) == SENTENCES
+    fidelity = number_fidelity(sources, references)
+    assert (fidelity.source_numbers, fidelity.kept) == (NUMBERS, NUMBERS)
+    assert looping_outputs(sources, references) == []
+    assert sum(len(line.split()) >= 25 for line in sources) >= 10  # long sentences
+    assert sum(line.count("。") >= 2 for line in references) >= 8  # lines of several sentences
+
+
+def test_the_config_names_the_committed_files():
+    # The fetch checks these, so an edited file with a stale checksum fails every evaluation.
+    config = yaml.safe_load((ROOT / "configs" / "data" / "everyday.yaml").read_text())
+    for entry in config["files"]:
+        data = (EVERYDAY / entry["name"]).read_bytes()
+        assert (entry["bytes"], entry["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
+
+
+def test_evaluate_scores_the_everyday_list(tmp_path, capsys):
+    tok = BPETokenizer.train(["the cat sat on the mat.", "猫がマットに座った。"], vocab_size=300)
+    checkpoint = save_tiny_checkpoint(tmp_path / "best.pt", tok)
+    out = tmp_path / "out"
+    status = evaluate_cli.main(
+        [
+            "--checkpoint",
+            str(checkpoint),
+            "--data",
+            "everyday",
+            "decoding=greedy",
+            "decoding.max_len_b=2",  # an untrained model: keep its outputs short
+            "decoding.max_len_a=0",
+            "--output-dir",
+            str(out),
+            f"paths.raw_dir={tmp_path / 'raw'}",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+        ]
+    )
+    assert status == 0
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert (metrics["dataset"], metrics["sentences"]) == ("everyday", SENTENCES)
+    hypotheses = (out / "hypotheses.txt").read_text(encoding="utf-8").splitlines()
+    expected = number_fidelity(read_lines("everyday.en"), hypotheses).to_dict()
+    assert metrics["number_fidelity"] == expected
+    assert expected["source_numbers"] == NUMBERS
+    assert metrics["loops"] == len(looping_outputs(read_lines("everyday.en"), hypotheses))
+    assert 0.0 <= metrics["chrf"] <= 100.0 and "tok:ja-mecab" in metrics["bleu_signature"]
+    assert "numbers kept: " in capsys.readouterr().out

@@ -1,0 +1,72 @@
+"""Number fidelity and the loop counter, on hand-checked sentences."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_from_scratch.evaluation.fidelity import (
+    has_loop,
+    looping_outputs,
+    number_fidelity,
+    numbers,
+)
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("I was born in 1995.", ["1995"]),  # the sentence's period is not a decimal point
+        ("This book costs 1,200 yen.", ["1200"]),
+        ("この本は１，２００円です。", ["1200"]),  # full-width digits and separator
+        ("It weighs 3.5 kg, not 12.", ["3.5", "12"]),
+        ("In 1995, 20 people came.", ["1995", "20"]),  # a comma and a space: two numbers
+        ("We meet at 3:05 p.m. on 2024-05-01.", ["3", "5", "2024", "5", "1"]),
+        ("午後3時5分", ["3", "5"]),
+        ("1,234,567.89 and 1,2,3", ["1234567.89", "1", "2", "3"]),
+        ("三時に千二百円", []),  # kanji numerals are not counted
+        ("no numbers here", []),
+    ],
+)
+def test_numbers_are_found_in_one_canonical_form(text, expected):
+    assert numbers(text) == expected
+
+
+def test_number_fidelity_counts_each_occurrence():
+    sources = [
+        "I was born in 1995.",
+        "This book costs 1,200 yen.",
+        "Come at 3 p.m. on May 3rd.",
+        "Hello.",
+    ]
+    hypotheses = [
+        "私は１９９０年に生まれた。",  # 1995 lost
+        "この本は1200円です。",  # kept, without the separator
+        "5月3日に来てください。",  # one 3 of two kept
+        "こんにちは。",
+    ]
+    fidelity = number_fidelity(sources, hypotheses)
+    assert (fidelity.source_numbers, fidelity.kept) == (4, 2)
+    assert fidelity.share == pytest.approx(0.5)
+    assert (fidelity.sentences_with_numbers, fidelity.sentences_all_kept) == (3, 1)
+
+
+def test_number_fidelity_without_numbers_has_no_share():
+    assert number_fidelity(["Hello."], ["こんにちは。"]).share is None
+
+
+def test_has_loop_needs_the_ngram_three_times():
+    assert has_loop(list("abcdabcdabcd"))
+    assert not has_loop(list("abcdabcd"))  # twice is not a loop
+    assert has_loop(list("xxxxxx"))  # overlapping occurrences count
+    assert not has_loop(list("abcdabcdabcd"), times=4)
+
+
+def test_looping_outputs_skip_sources_that_repeat_themselves():
+    sources = ["Tokyo", "Hello.", "no no no no no no, I said no."]
+    hypotheses = [
+        "東京東京東京東京東京東京。",  # MeCab: 東京 x6, so (東京,)*4 three times
+        "こんにちは。",
+        "いやいやいやいやいやいや、いやと言った。",
+    ]
+    assert looping_outputs(sources, hypotheses) == [0]
+    assert looping_outputs(sources, hypotheses, segment_target=lambda text: " ".join(text)) == [0]
