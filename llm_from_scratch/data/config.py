@@ -49,11 +49,13 @@ class CorpusConfig:
     """How the raw files are read into train/dev/test pairs of text."""
 
     # `splits` maps train/dev/test to where each split lies in <paths.raw_dir>/<name>/:
-    #   parallel: a file stem, read as `<stem>.<src_lang>` and `<stem>.<tgt_lang>`, aligned by line;
+    #   parallel: a file stem, read as `<stem>.<src_lang>` and `<stem>.<tgt_lang>`, aligned by line,
+    #             or a name with `{lang}` in it, such as `train.{lang}.gz`;
     #   tsv:      a file of `source<TAB>target` lines, no header;
     #   jsonl:    a file of JSON objects holding `src_column` and `tgt_column`;
     #   hub:      a split of the `save_to_disk` copy, whose columns are `src_column`/`tgt_column`.
     # A dev or test split left out (null) is carved from train, seeded by `split_seed`.
+    # A file name ending in .gz, .xz or .bz2 is read decompressed.
     format: str = "parallel"
     splits: dict[str, str | None] = field(
         default_factory=lambda: {"train": "train", "dev": None, "test": None}
@@ -102,8 +104,15 @@ class CorpusConfig:
             return []
         named = [location for location in self.splits.values() if location]
         if self.format == "parallel":
-            return [f"{stem}.{lang}" for stem in named for lang in (self.src_lang, self.tgt_lang)]
+            languages = (self.src_lang, self.tgt_lang)
+            return [self.side_file(stem, lang) for stem in named for lang in languages]
         return named
+
+    @staticmethod
+    def side_file(location: str, lang: str) -> str:
+        """The file of one language of a parallel split: `train` -> `train.en`,
+        `train.{lang}.gz` -> `train.en.gz`."""
+        return location.replace("{lang}", lang) if "{lang}" in location else f"{location}.{lang}"
 
 
 @dataclass
