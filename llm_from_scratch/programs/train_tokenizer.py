@@ -21,7 +21,7 @@ from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.tokenizers import (
     load_or_train_tokenizers,
-    read_train_texts,
+    sample_train_texts,
     tokenizer_paths,
 )
 
@@ -64,7 +64,7 @@ def run(config: TokenizerJobConfig) -> None:
     src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
     elapsed = time.perf_counter() - start
     print(f"{'loaded' if existed else 'trained'} in {elapsed:.1f}s")
-    src_texts, tgt_texts = read_train_texts(config.data, config.paths)
+    src_texts, tgt_texts = sample_train_texts(config.data, config.tokenizer, config.paths)
     corpus = config.data.corpus
     for lang, tok, texts, path in (
         (corpus.src_lang, src_tok, src_texts, src_path),
