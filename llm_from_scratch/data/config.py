@@ -141,18 +141,19 @@ class LoadingConfig:
     pool_size: int = 65536
     shuffle_seed: int = 1234
     num_workers: int = 0  # DataLoader worker processes
-    num_proc: int = 1  # processes for tokenizing (`Dataset.map`)
+    num_proc: int = 0  # processes for tokenizing (`Dataset.map`); 0: one per usable core
     # BPE-dropout (Provilkov et al., 2020): each epoch re-segments the training pairs, skipping
     # each merge with this probability (0.1 in the paper), a regularizer for small corpora.
     # Batches are planned on the cached lengths, so each holds more padding.
     bpe_dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        for key in ("batch_tokens", "pool_size", "num_proc"):
+        for key in ("batch_tokens", "pool_size"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"data.loading.{key}={getattr(self, key)} must be at least 1")
-        if self.num_workers < 0:
-            raise ConfigError(f"data.loading.num_workers={self.num_workers} must not be negative")
+        for key in ("num_workers", "num_proc"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"data.loading.{key}={getattr(self, key)} must not be negative")
         if not 0.0 <= self.bpe_dropout <= 1.0:
             raise ConfigError(f"data.loading.bpe_dropout={self.bpe_dropout} must be in [0, 1]")
 

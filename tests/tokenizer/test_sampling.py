@@ -56,7 +56,7 @@ def test_copies_at_the_limit_are_cut_to_fill_it_exactly():
 
 
 def test_max_sentences_must_be_positive():
-    with pytest.raises(ConfigError, match="tokenizer.max_sentences=0 must be at least 1"):
+    with pytest.raises(ConfigError, match=r"tokenizer\.max_sentences=0 must be at least 1"):
         TokenizerConfig(max_sentences=0)
 
 
