@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from llm_from_scratch.data.source_style import SOURCE_STYLES
 from llm_from_scratch.errors import ConfigError, check_choice
 
-SOURCES = ("urls", "hub", "local")
+SOURCES = ("urls", "hub", "local", "archive")
 # How the raw files are laid out (see `CorpusConfig.splits` for what names a split in each).
 FORMATS = ("parallel", "tsv", "jsonl", "hub")
 SPLITS = ("train", "dev", "test")
@@ -34,6 +34,7 @@ class DataFile:
     url: str | None = None  # None: the file is not downloadable (a local-only or derived dataset)
     bytes: int | None = None  # expected size; checked after every download or copy
     sha256: str | None = None  # expected checksum; checked when given
+    sha1: str | None = None  # the checksum some publishers give instead; checked when given
 
 
 @dataclass
@@ -162,9 +163,11 @@ class LoadingConfig:
 class DataConfig:
     name: str = "small_parallel_enja"
     # Where the raw files come from: "urls" (each file's url), "hub" (a Hugging Face dataset id,
-    # saved with `save_to_disk`), or "local" (nothing to download: the files must be in the mirror).
+    # saved with `save_to_disk`), "archive" (a tar archive, extracted where it is fetched), or
+    # "local" (nothing to download: the files must be in the mirror).
     source: str = "urls"
     files: list[DataFile] = field(default_factory=list)
+    archive: DataFile | None = None  # source=archive: the archive; `corpus.splits` name its files
     hub_id: str | None = None
     hub_config: str | None = None
     # Copy `<mirror>/<name>/` instead of downloading; unset: the DATA_MIRROR environment variable.
@@ -192,6 +195,10 @@ class DataConfig:
                     f"data.source=urls needs a url for every file of {self.name!r}; "
                     f"missing for: {', '.join(missing) or 'data.files is empty'}"
                 )
+        if self.source == "archive" and (self.archive is None or not self.archive.url):
+            raise ConfigError(
+                f"data.source=archive needs data.archive with a name and a url ({self.name!r})"
+            )
         self.check_batch_tokens(self.loading.batch_tokens, "data.loading.batch_tokens")
 
     def check_batch_tokens(self, batch_tokens: int, key: str) -> None:
