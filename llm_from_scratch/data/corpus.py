@@ -20,6 +20,7 @@ from typing import IO
 
 import datasets
 import numpy as np
+import pyarrow.compute as pc
 from datasets.exceptions import DatasetGenerationError
 
 from llm_from_scratch.atomic import is_disk_full
@@ -153,7 +154,10 @@ def _read_aligned(paths: PathsConfig, src_path: Path, tgt_path: Path) -> dataset
             f"{len(tgt)}; they must have one sentence per line, line i of one translating line "
             "i of the other"
         )
-    return src.rename_column("text", "src").add_column("tgt", tgt["text"])
+    # Side by side as Arrow columns: no Python copy of either side.
+    return datasets.concatenate_datasets(
+        [src.rename_column("text", "src"), tgt.rename_column("text", "tgt")], axis=1
+    )
 
 
 def _read_tsv(cfg: DataConfig, paths: PathsConfig, root: Path, name: str) -> datasets.Dataset:
@@ -162,11 +166,13 @@ def _read_tsv(cfg: DataConfig, paths: PathsConfig, root: Path, name: str) -> dat
     path = _existing(root / name)
     lines = _load_lines(paths, path)
     # A blank line is an empty pair (dropped and counted by cleaning); anything else needs a tab.
-    bad = [i for i, line in enumerate(lines["text"]) if line and line.count("\t") != 1]
-    if bad:
+    text = lines.data.column("text")
+    tabs = pc.count_substring(text, "\t")
+    bad = np.flatnonzero(pc.and_(pc.greater(pc.utf8_length(text), 0), pc.not_equal(tabs, 1)))
+    if len(bad):
         raise CorpusError(
             f"{path}: {len(bad)} line(s) do not have exactly one tab between source and target, "
-            f"first at line {bad[0] + 1}: {lines[bad[0]]['text'][:80]!r}"
+            f"first at line {bad[0] + 1}: {lines[int(bad[0])]['text'][:80]!r}"
         )
     return lines.map(
         lambda batch: _split_tab(batch["text"]),

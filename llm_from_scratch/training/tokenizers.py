@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 def read_train_texts(data_cfg: DataConfig, paths: PathsConfig) -> tuple[list[str], list[str]]:
     """Source and target sentences of the train split, read by the data module."""
     train = load_split(data_cfg, "train", paths)
-    return list(train["src"]), list(train["tgt"])
+    return train["src"][:], train["tgt"][:]
 
 
 def sample_train_texts(
@@ -45,11 +45,11 @@ def sample_train_texts(
 
 def _sample(train: datasets.Dataset, side: str, tok_cfg: TokenizerConfig) -> list[str]:
     if len(train) <= tok_cfg.max_sentences:
-        return list(train[side])
+        return train[side][:]
     keys = sentence_keys(_stream(train, side), tok_cfg.sample_seed)
     chosen = sample_indices(keys, tok_cfg.max_sentences)
     logger.info("sampled %s of %s %s sentences", f"{len(chosen):,}", f"{len(train):,}", side)
-    return list(train.select(chosen)[side])
+    return train.select(chosen)[side][:]
 
 
 def _stream(train: datasets.Dataset, side: str) -> Iterator[str]:
