@@ -94,3 +94,17 @@ def test_a_compressed_empty_file_is_named(tmp_path, local_config, paths):
     corpus = {"format": "tsv", "splits": {"train": "train.tsv.gz"}}
     with pytest.raises(CorpusError, match=r"train\.tsv\.gz is empty"):
         load_split(local_config("c", corpus=corpus), "train", paths)
+
+
+def test_experiment_kyoto_wiki_reads_the_gzip_train_files_with_a_vocabulary_that_holds_them(
+    compose_config,
+):
+    from llm_from_scratch.programs.train import TrainConfig
+    from llm_from_scratch.schema import to_schema
+
+    config = to_schema(compose_config("train", ["experiment=kyoto_wiki"]), TrainConfig)
+    assert config.data.corpus.file_names[:2] == ["train.en.gz", "train.ja.gz"]
+    assert sorted(config.data.corpus.file_names) == sorted(f.name for f in config.data.files)
+    assert config.tokenizer.vocab_size == 8000
+    default = to_schema(compose_config("train"), TrainConfig)
+    assert (default.data.name, default.tokenizer.vocab_size) == ("small_parallel_enja", 4000)
