@@ -57,7 +57,8 @@ def compression_stats(tok: BPETokenizer, texts: list[str]) -> CompressionStats:
 
 
 def run(config: TokenizerJobConfig) -> None:
-    """Train the configured tokenizer(s) on the train split (or reuse saved ones) and report."""
+    """Train the configured tokenizer(s) on the train split (or reuse saved ones) and report how
+    they compress the sentences they learn from (`tokenizer.max_sentences` a side at most)."""
     src_path, tgt_path = tokenizer_paths(config.data, config.tokenizer, config.paths)
     existed = src_path.is_file() and tgt_path.is_file()
     start = time.perf_counter()
