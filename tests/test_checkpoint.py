@@ -148,7 +148,7 @@ def run_config() -> TrainConfig:
                 source_style="lowercase_tokenized",
             ),
             cleaning=CleaningConfig(max_tokens=64),
-            loading=LoadingConfig(batch_tokens=2048),
+            loading=LoadingConfig(batch_tokens=2048, num_proc=1),
         ),
         tokenizer=TokenizerConfig(vocab_size=300),
         model=TINY,

@@ -13,10 +13,13 @@ import numpy as np
 
 from llm_from_scratch.data.config import CleaningConfig
 from llm_from_scratch.data.protocols import Tokenizer, model_text
+from llm_from_scratch.device import usable_cores
 
 logger = logging.getLogger(__name__)
 
 DROP_REASONS = ("empty", "too_long", "length_ratio")
+# Fewer pairs than this per process, and starting the processes costs more than they save.
+MIN_PAIRS_PER_PROCESS = 10_000
 
 
 @dataclass
@@ -39,7 +42,8 @@ class CleaningReport:
 def tokenize(
     pairs: datasets.Dataset, src_tok: Tokenizer, tgt_tok: Tokenizer, num_proc: int = 1
 ) -> datasets.Dataset:
-    """Add `src_ids`, `tgt_ids` (no special tokens) and their lengths `src_len`, `tgt_len`."""
+    """Add `src_ids`, `tgt_ids` (no special tokens) and their lengths `src_len`, `tgt_len`,
+    in up to `num_proc` processes (0: one per usable core), with a progress bar."""
 
     def encode(batch: dict[str, list[str]]) -> dict[str, list]:
         src_ids = src_tok.encode_batch([model_text(src_tok, text) for text in batch["src"]])
@@ -51,11 +55,9 @@ def tokenize(
             "tgt_len": [len(ids) for ids in tgt_ids],
         }
 
+    processes = min(num_proc or usable_cores(), len(pairs) // MIN_PAIRS_PER_PROCESS)
     return pairs.map(
-        encode,
-        batched=True,
-        num_proc=num_proc if num_proc > 1 and len(pairs) > num_proc else None,
-        desc="tokenizing",
+        encode, batched=True, num_proc=processes if processes > 1 else None, desc="tokenizing"
     )
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from llm_from_scratch.data.source_style import SOURCE_STYLES
 from llm_from_scratch.errors import ConfigError, check_choice
 
-SOURCES = ("urls", "hub", "local")
+SOURCES = ("urls", "hub", "local", "archive")
 # How the raw files are laid out (see `CorpusConfig.splits` for what names a split in each).
 FORMATS = ("parallel", "tsv", "jsonl", "hub")
 SPLITS = ("train", "dev", "test")
@@ -34,6 +34,7 @@ class DataFile:
     url: str | None = None  # None: the file is not downloadable (a local-only or derived dataset)
     bytes: int | None = None  # expected size; checked after every download or copy
     sha256: str | None = None  # expected checksum; checked when given
+    sha1: str | None = None  # the checksum some publishers give instead; checked when given
 
 
 @dataclass
@@ -49,11 +50,13 @@ class CorpusConfig:
     """How the raw files are read into train/dev/test pairs of text."""
 
     # `splits` maps train/dev/test to where each split lies in <paths.raw_dir>/<name>/:
-    #   parallel: a file stem, read as `<stem>.<src_lang>` and `<stem>.<tgt_lang>`, aligned by line;
+    #   parallel: a file stem, read as `<stem>.<src_lang>` and `<stem>.<tgt_lang>`, aligned by line,
+    #             or a name with `{lang}` in it, such as `train.{lang}.gz`;
     #   tsv:      a file of `source<TAB>target` lines, no header;
     #   jsonl:    a file of JSON objects holding `src_column` and `tgt_column`;
     #   hub:      a split of the `save_to_disk` copy, whose columns are `src_column`/`tgt_column`.
     # A dev or test split left out (null) is carved from train, seeded by `split_seed`.
+    # A file name ending in .gz, .xz or .bz2 is read decompressed.
     format: str = "parallel"
     splits: dict[str, str | None] = field(
         default_factory=lambda: {"train": "train", "dev": None, "test": None}
@@ -102,8 +105,15 @@ class CorpusConfig:
             return []
         named = [location for location in self.splits.values() if location]
         if self.format == "parallel":
-            return [f"{stem}.{lang}" for stem in named for lang in (self.src_lang, self.tgt_lang)]
+            languages = (self.src_lang, self.tgt_lang)
+            return [self.side_file(stem, lang) for stem in named for lang in languages]
         return named
+
+    @staticmethod
+    def side_file(location: str, lang: str) -> str:
+        """The file of one language of a parallel split: `train` -> `train.en`,
+        `train.{lang}.gz` -> `train.en.gz`."""
+        return location.replace("{lang}", lang) if "{lang}" in location else f"{location}.{lang}"
 
 
 @dataclass
@@ -132,18 +142,19 @@ class LoadingConfig:
     pool_size: int = 65536
     shuffle_seed: int = 1234
     num_workers: int = 0  # DataLoader worker processes
-    num_proc: int = 1  # processes for tokenizing (`Dataset.map`)
+    num_proc: int = 0  # processes for tokenizing (`Dataset.map`); 0: one per usable core
     # BPE-dropout (Provilkov et al., 2020): each epoch re-segments the training pairs, skipping
     # each merge with this probability (0.1 in the paper), a regularizer for small corpora.
     # Batches are planned on the cached lengths, so each holds more padding.
     bpe_dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        for key in ("batch_tokens", "pool_size", "num_proc"):
+        for key in ("batch_tokens", "pool_size"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"data.loading.{key}={getattr(self, key)} must be at least 1")
-        if self.num_workers < 0:
-            raise ConfigError(f"data.loading.num_workers={self.num_workers} must not be negative")
+        for key in ("num_workers", "num_proc"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"data.loading.{key}={getattr(self, key)} must not be negative")
         if not 0.0 <= self.bpe_dropout <= 1.0:
             raise ConfigError(f"data.loading.bpe_dropout={self.bpe_dropout} must be in [0, 1]")
 
@@ -152,9 +163,11 @@ class LoadingConfig:
 class DataConfig:
     name: str = "small_parallel_enja"
     # Where the raw files come from: "urls" (each file's url), "hub" (a Hugging Face dataset id,
-    # saved with `save_to_disk`), or "local" (nothing to download: the files must be in the mirror).
+    # saved with `save_to_disk`), "archive" (a tar archive, extracted where it is fetched), or
+    # "local" (nothing to download: the files must be in the mirror).
     source: str = "urls"
     files: list[DataFile] = field(default_factory=list)
+    archive: DataFile | None = None  # source=archive: the archive; `corpus.splits` name its files
     hub_id: str | None = None
     hub_config: str | None = None
     # Copy `<mirror>/<name>/` instead of downloading; unset: the DATA_MIRROR environment variable.
@@ -182,6 +195,10 @@ class DataConfig:
                     f"data.source=urls needs a url for every file of {self.name!r}; "
                     f"missing for: {', '.join(missing) or 'data.files is empty'}"
                 )
+        if self.source == "archive" and (self.archive is None or not self.archive.url):
+            raise ConfigError(
+                f"data.source=archive needs data.archive with a name and a url ({self.name!r})"
+            )
         self.check_batch_tokens(self.loading.batch_tokens, "data.loading.batch_tokens")
 
     def check_batch_tokens(self, batch_tokens: int, key: str) -> None:

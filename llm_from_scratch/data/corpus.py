@@ -3,17 +3,24 @@
 Every format goes through `datasets`, so large corpora are memory-mapped Arrow tables rather than
 Python lists. Alignment is checked, never assumed: parallel files of different lengths and TSV
 lines without exactly one tab are errors, because a shifted corpus trains silently but badly.
-So are empty files and text that is not UTF-8, named with the file and the line.
+So are empty files and text that is not UTF-8, named with the file and the line. Files ending in
+.gz, .xz or .bz2 are read decompressed (`datasets` decompresses by extension; the checks here
+open them with the matching standard-library module).
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO
 
 import datasets
 import numpy as np
+import pyarrow.compute as pc
 from datasets.exceptions import DatasetGenerationError
 
 from llm_from_scratch.atomic import is_disk_full
@@ -27,6 +34,15 @@ from llm_from_scratch.paths import PathsConfig
 # separates words ("New York", "1 000") and survives detokenization.
 _LATIN = r"0-9A-Za-z\u00C0-\u024F\uFF10-\uFF19\uFF21-\uFF3A\uFF41-\uFF5A"
 _SEGMENTATION_SPACE = re.compile(rf"(?<![{_LATIN}]) +| +(?![{_LATIN}])")
+# The compressed formats read by file extension, with the module that opens each.
+_OPENERS: dict[str, Callable[..., IO[bytes]]] = {
+    ".gz": gzip.open,
+    ".xz": lzma.open,
+    ".bz2": bz2.open,
+}
+# What they raise for a damaged file: gzip.BadGzipFile and bz2's errors are OSErrors, a
+# truncated stream an EOFError.
+_DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError)
 
 
 class CorpusError(UserError):
@@ -123,8 +139,8 @@ def _read(cfg: DataConfig, paths: PathsConfig, location: str) -> datasets.Datase
 
 
 def _read_parallel(cfg: DataConfig, paths: PathsConfig, root: Path, stem: str) -> datasets.Dataset:
-    src_path = _existing(root / f"{stem}.{cfg.corpus.src_lang}")
-    tgt_path = _existing(root / f"{stem}.{cfg.corpus.tgt_lang}")
+    src_path = _existing(root / cfg.corpus.side_file(stem, cfg.corpus.src_lang))
+    tgt_path = _existing(root / cfg.corpus.side_file(stem, cfg.corpus.tgt_lang))
     return _read_aligned(paths, src_path, tgt_path)
 
 
@@ -138,7 +154,10 @@ def _read_aligned(paths: PathsConfig, src_path: Path, tgt_path: Path) -> dataset
             f"{len(tgt)}; they must have one sentence per line, line i of one translating line "
             "i of the other"
         )
-    return src.rename_column("text", "src").add_column("tgt", tgt["text"])
+    # Side by side as Arrow columns: no Python copy of either side.
+    return datasets.concatenate_datasets(
+        [src.rename_column("text", "src"), tgt.rename_column("text", "tgt")], axis=1
+    )
 
 
 def _read_tsv(cfg: DataConfig, paths: PathsConfig, root: Path, name: str) -> datasets.Dataset:
@@ -147,11 +166,13 @@ def _read_tsv(cfg: DataConfig, paths: PathsConfig, root: Path, name: str) -> dat
     path = _existing(root / name)
     lines = _load_lines(paths, path)
     # A blank line is an empty pair (dropped and counted by cleaning); anything else needs a tab.
-    bad = [i for i, line in enumerate(lines["text"]) if line and line.count("\t") != 1]
-    if bad:
+    text = lines.data.column("text")
+    tabs = pc.count_substring(text, "\t")
+    bad = np.flatnonzero(pc.and_(pc.greater(pc.utf8_length(text), 0), pc.not_equal(tabs, 1)))
+    if len(bad):
         raise CorpusError(
             f"{path}: {len(bad)} line(s) do not have exactly one tab between source and target, "
-            f"first at line {bad[0] + 1}: {lines[bad[0]]['text'][:80]!r}"
+            f"first at line {bad[0] + 1}: {lines[int(bad[0])]['text'][:80]!r}"
         )
     return lines.map(
         lambda batch: _split_tab(batch["text"]),
@@ -227,7 +248,7 @@ def _load_lines(paths: PathsConfig, path: Path) -> datasets.Dataset:
 
 def _load_file(builder: str, path: Path, paths: PathsConfig) -> datasets.Dataset:
     """One file through `datasets`' `builder` ("text", "json"), its faults as one line."""
-    if path.stat().st_size == 0:
+    if _is_empty(path):
         raise CorpusError(f"{path} is empty: every file of a corpus needs sentence pairs")
     if builder == "json":  # pyarrow's JSON reader lets bad UTF-8 through, to fail far from here
         _check_utf8(path)
@@ -243,17 +264,40 @@ def _load_file(builder: str, path: Path, paths: PathsConfig) -> datasets.Dataset
         raise CorpusError(f"{path} cannot be read: {str(cause).splitlines()[0]}") from None
 
 
+def _is_empty(path: Path) -> bool:
+    if path.suffix not in _OPENERS:
+        return path.stat().st_size == 0
+    try:  # a compressed file of nothing is not itself empty
+        with _open(path) as file:
+            return not file.read(1)
+    except _DECOMPRESSION_ERRORS:
+        return False  # damaged, which reading it reports
+
+
+def _open(path: Path) -> IO[bytes]:
+    """`path` opened for reading, decompressed when its extension names a compression."""
+    opener = _OPENERS.get(path.suffix, open)
+    return opener(path, "rb")
+
+
 def _check_utf8(path: Path) -> None:
-    """Name the first line of `path` that is not UTF-8, and its first bad byte."""
-    with path.open("rb") as file:
-        for number, line in enumerate(file, start=1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise CorpusError(
-                    f"{path} is not valid UTF-8: line {number} has the byte "
-                    f"0x{line[error.start]:02x}; save the file as UTF-8"
-                ) from None
+    """Name the first line of `path` that is not UTF-8, and its first bad byte; or say that a
+    compressed file is damaged."""
+    number = 0
+    try:
+        with _open(path) as file:
+            for number, line in enumerate(file, start=1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise CorpusError(
+                        f"{path} is not valid UTF-8: line {number} has the byte "
+                        f"0x{line[error.start]:02x}; save the file as UTF-8"
+                    ) from None
+    except _DECOMPRESSION_ERRORS as error:
+        raise CorpusError(
+            f"{path} cannot be decompressed after line {number}: {error}; fetch it again"
+        ) from None
 
 
 def _hf_cache(paths: PathsConfig) -> str:

@@ -3,7 +3,9 @@
 A mirror is a directory laid out as `<mirror>/<dataset name>/<file>`; it is how machines without
 internet access (and the tests) get the corpora. Every file is checked against the size and
 checksum in its config after it arrives, and written atomically, so a partial download is never
-mistaken for a complete one.
+mistaken for a complete one. An archive (`data.source=archive`) is verified the same way, then
+extracted safely (no member may land outside the dataset directory) into a staging directory
+whose entries are renamed into place.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ import hashlib
 import logging
 import os
 import shutil
+import tarfile
+import tempfile
 import urllib.error
 import urllib.request
+import zlib
 from pathlib import Path
 
 from tqdm import tqdm
@@ -51,6 +56,9 @@ def fetch_dataset(cfg: DataConfig, paths: PathsConfig) -> Path:
         _fetch_hub(cfg, target, mirror)
         return target
     target.mkdir(parents=True, exist_ok=True)
+    if cfg.source == "archive":
+        _fetch_archive(cfg, target, mirror)
+        return target
     # A local dataset may list no files (configs/data/local_*.yaml): its splits name them.
     listed = cfg.files or [DataFile(name) for name in cfg.corpus.file_names]
     missing = [
@@ -119,6 +127,64 @@ def _copy_from_mirror(source: Path, destination: Path, expected: DataFile) -> No
         _verify(Path(out.name), expected, origin=str(source))
 
 
+def _fetch_archive(cfg: DataConfig, target: Path, mirror: Path | None) -> None:
+    """Fetch and verify `cfg.archive` into `target`, then extract it there."""
+    assert cfg.archive is not None  # DataConfig checks it
+    wanted = [target / name for name in cfg.corpus.file_names]
+    if all(path.is_file() for path in wanted):
+        return
+    archive = target / cfg.archive.name
+    if not (archive.is_file() and _matches(archive, cfg.archive)):
+        origin = f"copying it from {mirror}" if mirror is not None else "downloading it"
+        logger.info("fetching %s: %s, %s", cfg.name, cfg.archive.name, origin)
+        if mirror is not None:
+            _copy_from_mirror(mirror / cfg.archive.name, archive, cfg.archive)
+        else:
+            download(cfg.archive.url, archive, cfg.archive)
+    logger.info("extracting %s", archive)
+    extract(archive, target)
+    missing = [path for path in wanted if not path.is_file()]
+    if missing:
+        raise DataSourceError(
+            f"{archive} holds no {missing[0].relative_to(target)}: data.corpus.splits must name "
+            "files of the archive"
+        )
+
+
+def extract(archive: Path, directory: Path) -> None:
+    """Extract the tar archive `archive` (compressed or not) into `directory`.
+
+    tarfile's "data" filter refuses members that would land outside `directory` (absolute paths,
+    `..`, links pointing out) and special files. Members are extracted into a staging directory
+    first, so each top-level entry appears whole or not at all; one already there is replaced.
+    """
+    if not hasattr(tarfile, "data_filter"):
+        raise DataSourceError(
+            f"extracting {archive} safely needs Python 3.10.12, 3.11.4 or later (tarfile filters)"
+        )
+    staging = Path(tempfile.mkdtemp(dir=directory, prefix=".extracting."))
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(staging, filter="data")
+        for entry in staging.iterdir():
+            destination = directory / entry.name
+            if destination.is_dir() and not destination.is_symlink():
+                shutil.rmtree(destination)
+            entry.replace(destination)
+    except tarfile.ReadError:  # its message lists every compression tried, over lines
+        raise DataSourceError(
+            f"{archive} cannot be extracted: it is not a tar archive (plain, gzip, bz2 or xz); "
+            "delete it and fetch it again"
+        ) from None
+    except (tarfile.TarError, EOFError, zlib.error) as error:
+        raise DataSourceError(
+            f"{archive} cannot be extracted: {str(error).splitlines()[0]}; delete it and fetch "
+            "it again"
+        ) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def _fetch_hub(cfg: DataConfig, target: Path, mirror: Path | None) -> None:
     """Hub datasets are kept as a `save_to_disk` directory; a mirror holds such a directory."""
     if (target / "dataset_dict.json").is_file() or (target / "dataset_info.json").is_file():
@@ -160,16 +226,18 @@ def _verify(path: Path, expected: DataFile, origin: str) -> None:
         raise DataSourceError(
             f"{origin}: expected {expected.bytes} bytes for {expected.name}, got {size}"
         )
-    if expected.sha256 is not None:
-        digest = _sha256(path)
-        if digest != expected.sha256:
-            raise DataSourceError(
-                f"{origin}: sha256 of {expected.name} is {digest}, expected {expected.sha256}"
-            )
+    for algorithm in ("sha256", "sha1"):
+        wanted = getattr(expected, algorithm)
+        if wanted is not None:
+            digest = _digest(path, algorithm)
+            if digest != wanted:
+                raise DataSourceError(
+                    f"{origin}: {algorithm} of {expected.name} is {digest}, expected {wanted}"
+                )
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def _digest(path: Path, algorithm: str) -> str:
+    digest = hashlib.new(algorithm)
     with path.open("rb") as file:
         while chunk := file.read(CHUNK_BYTES):
             digest.update(chunk)

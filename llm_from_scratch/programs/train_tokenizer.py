@@ -21,7 +21,7 @@ from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.tokenizers import (
     load_or_train_tokenizers,
-    read_train_texts,
+    sample_train_texts,
     tokenizer_paths,
 )
 
@@ -57,14 +57,15 @@ def compression_stats(tok: BPETokenizer, texts: list[str]) -> CompressionStats:
 
 
 def run(config: TokenizerJobConfig) -> None:
-    """Train the configured tokenizer(s) on the train split (or reuse saved ones) and report."""
+    """Train the configured tokenizer(s) on the train split (or reuse saved ones) and report how
+    they compress the sentences they learn from (`tokenizer.max_sentences` a side at most)."""
     src_path, tgt_path = tokenizer_paths(config.data, config.tokenizer, config.paths)
     existed = src_path.is_file() and tgt_path.is_file()
     start = time.perf_counter()
     src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
     elapsed = time.perf_counter() - start
     print(f"{'loaded' if existed else 'trained'} in {elapsed:.1f}s")
-    src_texts, tgt_texts = read_train_texts(config.data, config.paths)
+    src_texts, tgt_texts = sample_train_texts(config.data, config.tokenizer, config.paths)
     corpus = config.data.corpus
     for lang, tok, texts, path in (
         (corpus.src_lang, src_tok, src_texts, src_path),

@@ -23,6 +23,10 @@ class TokenizerConfig:
     target_normalization: str = "none"
     pretokenizer: str = "okurigana"  # how text is cut before BPE: see tokenizer/pretokenize.py
     special_tokens: list[str] = field(default_factory=list)  # user-defined, after <pad> <bos> <eos>
+    # Learn from at most this many sentences per side, chosen by a hash seeded with
+    # `sample_seed` (tokenizer/sampling.py); a smaller corpus is used whole.
+    max_sentences: int = 2_000_000
+    sample_seed: int = 1234
 
     def __post_init__(self) -> None:
         check_training_options(
@@ -32,6 +36,8 @@ class TokenizerConfig:
             self.pretokenizer,
             self.special_tokens,
         )
+        if self.max_sentences < 1:
+            raise ConfigError(f"tokenizer.max_sentences={self.max_sentences} must be at least 1")
         check_choice("tokenizer.target_normalization", self.target_normalization, NORMALIZATIONS)
         if self.shared and self.target_normalization != self.normalization:
             raise ConfigError(

@@ -11,9 +11,11 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
+
+import datasets
 
 from llm_from_scratch.atomic import build_lock
 from llm_from_scratch.data.config import DataConfig
@@ -21,6 +23,7 @@ from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.tokenizer.sampling import sample_indices, sentence_keys
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +31,31 @@ logger = logging.getLogger(__name__)
 def read_train_texts(data_cfg: DataConfig, paths: PathsConfig) -> tuple[list[str], list[str]]:
     """Source and target sentences of the train split, read by the data module."""
     train = load_split(data_cfg, "train", paths)
-    return list(train["src"]), list(train["tgt"])
+    return train["src"][:], train["tgt"][:]
+
+
+def sample_train_texts(
+    data_cfg: DataConfig, tok_cfg: TokenizerConfig, paths: PathsConfig
+) -> tuple[list[str], list[str]]:
+    """What the tokenizers learn from: at most `tokenizer.max_sentences` sentences of each side
+    of the train split (tokenizer/sampling.py), in corpus order; all of them when fewer."""
+    train = load_split(data_cfg, "train", paths)
+    return _sample(train, "src", tok_cfg), _sample(train, "tgt", tok_cfg)
+
+
+def _sample(train: datasets.Dataset, side: str, tok_cfg: TokenizerConfig) -> list[str]:
+    if len(train) <= tok_cfg.max_sentences:
+        return train[side][:]
+    keys = sentence_keys(_stream(train, side), tok_cfg.sample_seed)
+    chosen = sample_indices(keys, tok_cfg.max_sentences)
+    logger.info("sampled %s of %s %s sentences", f"{len(chosen):,}", f"{len(train):,}", side)
+    return train.select(chosen)[side][:]
+
+
+def _stream(train: datasets.Dataset, side: str) -> Iterator[str]:
+    """The texts of one column, read a batch at a time from the memory-mapped table."""
+    for batch in train.select_columns([side]).iter(batch_size=10_000):
+        yield from batch[side]
 
 
 def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
@@ -66,14 +93,14 @@ def tokenizer_paths(
 def load_or_train_tokenizers(
     data_cfg: DataConfig, tok_cfg: TokenizerConfig, paths: PathsConfig
 ) -> tuple[BPETokenizer, BPETokenizer]:
-    """The (source, target) tokenizers: loaded when saved before, else trained on the train
-    split (read only then) and saved."""
+    """The (source, target) tokenizers: loaded when saved before, else trained on (a sample of)
+    the train split, read only then, and saved."""
     src_path, tgt_path = tokenizer_paths(data_cfg, tok_cfg, paths)
     texts: tuple[list[str], list[str]] | None = None
 
     def train_texts() -> tuple[list[str], list[str]]:
         nonlocal texts
-        texts = texts or read_train_texts(data_cfg, paths)
+        texts = texts or sample_train_texts(data_cfg, tok_cfg, paths)
         return texts
 
     corpus = data_cfg.corpus

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from llm_from_scratch.data import cleaning
 from llm_from_scratch.data.batch import Batch
 from llm_from_scratch.data.batching import batch_cost
 from llm_from_scratch.data.config import (
@@ -162,9 +163,11 @@ def test_cleaning_away_every_training_pair_is_a_clear_error(tiny_enja, tiny_path
 
 
 def test_tokenizing_in_two_processes_gives_the_same_splits(
-    tiny_enja, tiny_paths, word_tokenizer, tmp_path
+    tiny_enja, tiny_paths, word_tokenizer, tmp_path, monkeypatch
 ):
-    single = module(tiny_enja, word_tokenizer, tiny_paths)
+    monkeypatch.setattr(cleaning, "MIN_PAIRS_PER_PROCESS", 1)  # the fixture is tiny
+    single_cfg = dataclasses.replace(tiny_enja, loading=LoadingConfig(num_proc=1))
+    single = module(single_cfg, word_tokenizer, tiny_paths)
     two_procs = dataclasses.replace(tiny_enja.loading, num_proc=2)
     parallel_cfg = dataclasses.replace(tiny_enja, loading=two_procs)
     parallel_paths = dataclasses.replace(tiny_paths, cache_dir=str(tmp_path / "two"))

@@ -3,6 +3,9 @@ train program does (`load_or_train_tokenizers`, then `build_data`)."""
 
 import dataclasses
 
+import datasets
+
+from llm_from_scratch.data import cleaning
 from llm_from_scratch.data.config import DataConfig, ExtraPairs
 from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.paths import PathsConfig
@@ -60,3 +63,16 @@ def test_extra_train_pairs_join_the_train_split_but_not_the_tokenizers(
         "緑茶が好きだ。",
         "鬱だ。",
     ]
+
+
+def test_the_bpe_tokenizer_encodes_the_same_in_every_process(tiny_enja, tiny_paths, monkeypatch):
+    src_tok, tgt_tok = load_or_train_tokenizers(
+        tiny_enja, TokenizerConfig(vocab_size=400), tiny_paths
+    )
+    raw = datasets.Dataset.from_dict(
+        {"src": ["Hello there.", "New York is big."] * 8, "tgt": ["こんにちは。", "大きい。"] * 8}
+    )
+    monkeypatch.setattr(cleaning, "MIN_PAIRS_PER_PROCESS", 4)
+    single = cleaning.tokenize(raw, src_tok, tgt_tok, num_proc=1).to_dict()
+    assert cleaning.tokenize(raw, src_tok, tgt_tok, num_proc=2).to_dict() == single
+    assert single["src_ids"][0] == src_tok.encode("Hello there.")

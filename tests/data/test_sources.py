@@ -158,7 +158,7 @@ def test_hub_dataset_is_copied_from_mirror(tmp_path, monkeypatch):
 
 
 def test_shipped_configs_match_the_corpus_mirror(compose_config, corpus_mirror, tmp_path):
-    for name in ("small_parallel_enja", "tanaka_graded"):
+    for name in ("small_parallel_enja", "tanaka_graded", "kyoto_wiki"):
         overrides = [f"data={name}", f"paths.raw_dir={tmp_path}", f"data.mirror={corpus_mirror}"]
         config = to_schema(compose_config("prepare_data", overrides), PrepareDataConfig)
         cfg = config.data

@@ -86,6 +86,8 @@ TOKENIZER_VALUES = {
         "target_normalization": "nfkc",
         "pretokenizer": "script",
         "special_tokens": ["<sep>"],
+        "max_sentences": 1000,
+        "sample_seed": 7,
     },
     **DATA_VALUES,
 }
