@@ -79,13 +79,14 @@ def log_softmax_upcast(logits: Tensor) -> Tensor:
 
 
 def _ban_repeated_ngrams(logits: Tensor, generated: Tensor, n: int) -> None:
-    if generated.size(1) < n:
+    """Set to -inf, in each row of `logits`, every token that would complete an n-gram of the
+    row's `generated` ids a second time. One pass over all rows: this runs at every step."""
+    steps = generated.size(1)
+    if steps < n:
         return  # no complete n-gram yet
-    for row, tokens in enumerate(generated.tolist()):
-        context = tokens[len(tokens) - n + 1 :]  # the n-1 tokens a new n-gram would start with
-        banned = [
-            tokens[start + n - 1]
-            for start in range(len(tokens) - n + 1)
-            if tokens[start : start + n - 1] == context
-        ]
-        logits[row, banned] = float("-inf")
+    windows = generated.unfold(1, n, 1)  # (rows, steps - n + 1, n): every n-gram so far
+    context = generated[:, steps - n + 1 :]  # the n - 1 ids a new n-gram would start with
+    repeats = (windows[:, :, :-1] == context[:, None, :]).all(dim=-1)
+    banned = torch.zeros(logits.shape, dtype=torch.int32, device=logits.device)
+    banned.scatter_add_(1, windows[:, :, -1], repeats.to(torch.int32))
+    logits.masked_fill_(banned > 0, float("-inf"))

@@ -234,3 +234,27 @@ def test_top_candidates_equal_scoring_every_beams_whole_vocabulary(vocab):
     finite = scores.isfinite()  # the order of -inf ties is arbitrary
     assert torch.equal(beams[finite], (expected_ids // vocab)[finite])
     assert torch.equal(tokens[finite], (expected_ids % vocab)[finite])
+
+
+def _reference_ban(logits, generated, n):
+    """The rule written out one row and one n-gram at a time."""
+    for row, tokens in enumerate(generated.tolist()):
+        context = tokens[len(tokens) - n + 1 :]
+        for start in range(len(tokens) - n + 1):
+            if tokens[start : start + n - 1] == context:
+                logits[row, tokens[start + n - 1]] = float("-inf")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_the_ngram_ban_equals_the_rule_written_out(n):
+    from llm_from_scratch.decoding.common import _ban_repeated_ngrams
+
+    generator = torch.Generator().manual_seed(n)
+    for steps in range(0, 12):
+        generated = torch.randint(0, 4, (6, steps), generator=generator)  # small vocab: repeats
+        logits = torch.randn(6, 9, generator=generator)
+        expected = logits.clone()
+        if steps >= n:
+            _reference_ban(expected, generated, n)
+        _ban_repeated_ngrams(logits, generated, n)
+        assert torch.equal(logits, expected)
