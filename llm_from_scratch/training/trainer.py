@@ -42,9 +42,15 @@ from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler, lr_multiplier
 from llm_from_scratch.training.recipe import Plan, recipe_plan
 from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
-from llm_from_scratch.training.resume import restore
+from llm_from_scratch.training.resume import continued_precision, load_saved, restore_optimizer
 from llm_from_scratch.training.run_dir import discard_snapshots_after
-from llm_from_scratch.training.state import Progress, out_of_patience, out_of_steps, rng_state
+from llm_from_scratch.training.state import (
+    Progress,
+    out_of_patience,
+    out_of_steps,
+    rng_state,
+    set_rng_state,
+)
 from llm_from_scratch.training.stats import LogWindow, RunTiming, StepStats
 from llm_from_scratch.training.stop import Stopped, StopRequest
 from llm_from_scratch.training.validation import Validator
@@ -168,7 +174,7 @@ class Trainer:
     def fit(self, log: RunLogger | None = None) -> dict[str, float]:
         """Train the planned steps (or until max_epochs or early stopping); return the last dev
         metrics. `log`: TensorBoard's (default: one of the run's own, closed at the end)."""
-        restore(self)
+        self.resume()
         if self.progress.finished:
             logger.info(
                 "%s is finished at step %d: nothing to train", self.run_dir, self.progress.step
@@ -370,3 +376,25 @@ class Trainer:
         save_checkpoint(snapshot_path(self.run_dir, step), state)
         for old in snapshot_paths(self.run_dir)[: -self.cfg.keep_snapshots]:
             old.unlink()
+
+    def resume(self) -> None:
+        """Continue from `last.pt`, or where it is gone, under `training.resume_from=snapshot`,
+        from the newest snapshot (`resume.py`); the plan is the one it stored (`planner.py` read
+        it). Neither: a new run."""
+        saved = load_saved(self.run_dir, self.cfg, self.model, self.data)
+        if saved is None:
+            return
+        self.progress = saved.run.progress
+        self.progress.finished = saved.run.finished  # also for files from before the flag
+        self.scheduler.load_state_dict(saved.state["scheduler"])
+        restore_optimizer(self.optimizer, self.scheduler, saved)
+        precision = continued_precision(
+            self.cfg.precision, self.precision, saved.state.get("precision"), self.run_dir
+        )
+        if precision is not None:
+            self.precision, self.scaler = precision, precision.grad_scaler()
+        self.scaler.load_state_dict(saved.state["scaler"])
+        set_rng_state(saved.state["rng"])
+        if self.dist.is_main:
+            afresh = "" if saved.has_optimizer else " (the optimizer's moments start afresh)"
+            logger.info("resumed %s at step %d%s", saved.path, self.progress.step, afresh)

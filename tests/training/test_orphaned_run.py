@@ -12,7 +12,6 @@ import torch
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.programs.average_checkpoints import main as average_main
 from llm_from_scratch.training.averaging import snapshot_path, snapshot_paths
-from llm_from_scratch.training.resume import restore
 from llm_from_scratch.training.run_dir import OrphanedRunError, finished_run, resume_path
 from llm_from_scratch.training.trainer import Trainer
 from tests.training.test_run_dir import state_of
@@ -95,7 +94,7 @@ def test_resume_from_snapshot_restores_all_but_the_optimizer(copy_task, tmp_path
     (run_dir / "last.pt").unlink()
 
     trainer = Trainer(resuming_from_snapshot(config), data)
-    restore(trainer)
+    trainer.resume()
     snapshot = load_checkpoint(snapshot_path(run_dir, 4))
     for key, value in trainer.model.state_dict().items():
         assert torch.equal(value, snapshot["model"][key]), key
