@@ -172,6 +172,9 @@ def main(cfg: DictConfig) -> None:
             if int(os.environ.get("RANK", "0")) == 0:  # one line for a torchrun job
                 print(stopped, file=sys.stderr)
             sys.exit(stopped.exit_status)
+        except KeyboardInterrupt:  # Ctrl-C before the first step or after the last
+            print("\ninterrupted: run the same command to go on", file=sys.stderr)
+            sys.exit(130)
 
 
 def model_chosen() -> bool:

@@ -33,8 +33,9 @@ class Stopped(Exception):
 
 class StopRequest:
     """Within the block, the first SIGTERM or SIGINT is recorded in `signum` for the loop to
-    act on; the handlers before it come back at the block's end. Outside the main thread,
-    where Python cannot install handlers, it records nothing."""
+    act on; the handlers before it come back at the block's end. A signal the process was
+    started ignoring (SIGINT for a shell's background job) stays ignored. Outside the main
+    thread, where Python cannot install handlers, it records nothing."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
@@ -47,7 +48,8 @@ class StopRequest:
 
     def __enter__(self) -> StopRequest:
         if threading.current_thread() is threading.main_thread():
-            self._previous = {signum: signal.signal(signum, self._handle) for signum in SIGNALS}
+            handled = [signum for signum in SIGNALS if signal.getsignal(signum) != signal.SIG_IGN]
+            self._previous = {signum: signal.signal(signum, self._handle) for signum in handled}
         return self
 
     def __exit__(
