@@ -5,6 +5,8 @@ inference checkpoint.
     python scripts/average_checkpoints.py --run-dir runs/default --last 5
 
 Training with `training.keep_snapshots` >= 2 already writes `<run_dir>/averaged.pt` this way.
+With `--run-dir`, a snapshot gone from those it would average (deleted) is refused: the average
+would silently be of fewer, or older, snapshots. `--allow-gaps` averages the ones left.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from llm_from_scratch.checkpoint import CheckpointError
+from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.programs.common import run_main
-from llm_from_scratch.training.averaging import average_checkpoints, snapshot_paths
+from llm_from_scratch.training.averaging import (
+    average_checkpoints,
+    missing_snapshot,
+    snapshot_paths,
+)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -24,12 +30,17 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--run-dir", type=Path, help="average the run's newest snapshots")
     parser.add_argument("--last", type=int, default=5, help="how many snapshots of --run-dir")
     parser.add_argument("-o", "--output", type=Path, help="default: <run-dir>/averaged.pt")
+    parser.add_argument(
+        "--allow-gaps", action="store_true", help="average --run-dir's snapshots left after some"
+    )
     args = parser.parse_args(argv)
     paths = list(args.checkpoints)
     if args.run_dir is not None:
         if args.last < 1:
             raise CheckpointError(f"--last={args.last} must be at least 1")
         paths += snapshot_paths(args.run_dir)[-args.last :]
+        if not args.allow_gaps:
+            check_no_gap(args.run_dir, args.last)
     output = args.output or (args.run_dir / "averaged.pt" if args.run_dir else None)
     if output is None:
         parser.error("give --output (or --run-dir)")
@@ -37,9 +48,27 @@ def main(argv: Sequence[str]) -> int:
         raise CheckpointError(
             "no checkpoints to average (give paths or a --run-dir with snapshots)"
         )
-    average_checkpoints(paths, output)
-    print(f"averaged {len(paths)} checkpoints into {output}")
+    averaged = average_checkpoints(paths, output)
+    steps = ", ".join(str(step) for step in averaged["averaged_steps"] if step is not None)
+    print(f"averaged {len(paths)} checkpoints (steps {steps or 'not recorded'}) into {output}")
     return 0
+
+
+def check_no_gap(run_dir: Path, last: int) -> None:
+    """Refuse when a snapshot is gone from the `last` newest that the run wrote (no more than it
+    keeps)."""
+    snapshots = snapshot_paths(run_dir)
+    if not snapshots:
+        return
+    training = load_checkpoint(snapshots[-1], mmap=True)["config"].get("training", {})
+    count = min(last, training.get("keep_snapshots", last))
+    step = missing_snapshot(run_dir, count)
+    if step is not None:
+        raise CheckpointError(
+            f"the snapshot of step {step} is gone from the {count} newest of {run_dir} "
+            f"(deleted?): averaging the {len(snapshots[-last:])} left is another average; pass "
+            "--allow-gaps to average them anyway"
+        )
 
 
 def run() -> None:

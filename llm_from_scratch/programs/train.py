@@ -3,11 +3,13 @@
     make train ARGS="model=base data=tanaka_graded training.max_steps=20000"
 
 A run lives in `paths.run_dir` (`runs/<name>/`); starting it again resumes from its `last.pt`.
+SIGTERM or Ctrl-C stops it after the current step, with `last.pt` saved (`training/stop.py`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 import sys
 import time
@@ -34,6 +36,7 @@ from llm_from_scratch.training.distributed import (
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
 from llm_from_scratch.training.run import train_run
 from llm_from_scratch.training.run_dir import claim, finished_run
+from llm_from_scratch.training.stop import Stopped
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers, tokenizer_paths
 
 logger = logging.getLogger(__name__)
@@ -181,7 +184,15 @@ def run_directory(config: TrainConfig) -> Path:
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="train")
 def _main(cfg: DictConfig) -> None:
     with exit_on_user_error():
-        train(to_schema(cfg, TrainConfig), launch=cfg, keep_model=model_chosen())
+        try:
+            train(to_schema(cfg, TrainConfig), launch=cfg, keep_model=model_chosen())
+        except Stopped as stopped:
+            if int(os.environ.get("RANK", "0")) == 0:  # one line for a torchrun job
+                print(stopped, file=sys.stderr)
+            sys.exit(stopped.exit_status)
+        except KeyboardInterrupt:  # Ctrl-C before the first step or after the last
+            print("\ninterrupted: run the same command to go on", file=sys.stderr)
+            sys.exit(130)
 
 
 def model_chosen() -> bool:

@@ -3,7 +3,9 @@
 Averaging the weights seen over the last stretch of training smooths out the noise of the final
 updates (Vaswani et al. average the last 5–20 checkpoints). The trainer keeps `keep_snapshots`
 weight-only snapshots under `<run_dir>/snapshots/` and writes their average to `averaged.pt`;
-`scripts/average_checkpoints.py` averages any set of checkpoints of one run.
+`scripts/average_checkpoints.py` averages any set of checkpoints of one run. An average records
+the files and steps it averaged. Each snapshot names the step of the one before it, and `last.pt`
+the newest, so that a snapshot deleted from those an average would take shows (`missing_snapshot`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,28 @@ def snapshot_path(run_dir: Path, step: int) -> Path:
 def snapshot_paths(run_dir: Path) -> list[Path]:
     """The run's snapshots, oldest first (the zero-padded step sorts them)."""
     return sorted((run_dir / SNAPSHOT_DIR).glob("step-*.pt"))
+
+
+def snapshot_step(path: Path) -> int:
+    return int(path.stem.removeprefix("step-"))
+
+
+def missing_snapshot(run_dir: Path, count: int) -> int | None:
+    """The step of the newest snapshot gone from the `count` newest the run wrote (None: none is
+    gone, or the files predate the records that tell), following the chain from the newest that
+    `last.pt` (else the newest snapshot) records back through each snapshot's predecessor."""
+    present = {snapshot_step(path): path for path in snapshot_paths(run_dir)}
+    last = run_dir / "last.pt"
+    step = max(present, default=0)
+    if last.is_file():
+        step = load_checkpoint(last, mmap=True)["progress"].get("last_snapshot", step) or step
+    for _ in range(count):
+        if step <= 0:
+            return None
+        if step not in present:
+            return step
+        step = load_checkpoint(present[step], mmap=True).get("previous_snapshot", 0)
+    return None
 
 
 def average_state_dicts(state_dicts: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -66,9 +90,20 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> dict
         "tokenizers": reference["tokenizers"],
         "tokenizer_hashes": reference["tokenizer_hashes"],
         "averaged_from": [str(path) for path in paths],
+        "averaged_steps": [
+            _step_of(path, state) for path, state in zip(paths, states, strict=True)
+        ],
     }
     save_checkpoint(output, averaged)
     return averaged
+
+
+def _step_of(path: str | Path, state: dict[str, Any]) -> int | None:
+    """The training step a checkpoint holds: its progress, else a snapshot's name; None: unknown."""
+    if "progress" in state:
+        return int(state["progress"]["step"])
+    name = Path(path).stem
+    return int(name.removeprefix("step-")) if name.startswith("step-") else None
 
 
 def record_dev_scores(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 SCHEDULES = ("inverse_sqrt", "cosine")
 COMPILE_CHOICES = ("auto", "true", "false")
+RESUME_FROM = ("last", "snapshot")
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
 
 
@@ -98,6 +99,9 @@ class TrainingConfig:
     log_every: int = 50
     dev_bleu_sentences: int = 500  # dev pairs decoded (greedy) for BLEU at each evaluation
     max_nonfinite: int = 20  # consecutive skipped updates (non-finite loss or gradient) tolerated
+    # last: continue from last.pt. snapshot: where last.pt is gone, from the newest snapshot (its
+    # weights and position; the optimizer's moments start afresh).
+    resume_from: str = "last"
     # null: every run length trains the recipe above
     short_run: ShortRunConfig | None = field(default_factory=ShortRunConfig)
 
@@ -114,6 +118,7 @@ class TrainingConfig:
         check_choice("training.schedule", self.schedule, SCHEDULES)
         self.compile = str(self.compile).lower()  # `compile=true` reaches a str field as "True"
         check_choice("training.compile", self.compile, COMPILE_CHOICES)
+        check_choice("training.resume_from", self.resume_from, RESUME_FROM)
         at_least_one = (
             "max_steps", "accumulation_steps", "eval_every", "save_every", "log_every",
             "max_nonfinite", "max_epochs", "patience", "dev_bleu_sentences", "threads",

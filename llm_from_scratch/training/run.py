@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_from_scratch.data.datamodule import DataModule
-from llm_from_scratch.training.config import TrainConfig
+from llm_from_scratch.training.config import TrainConfig, TrainingConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.final import final_model
 from llm_from_scratch.training.planner import BudgetPlanner
 from llm_from_scratch.training.report import FinalModel, hparams
-from llm_from_scratch.training.run_dir import load_last
+from llm_from_scratch.training.run_dir import load_resume, resume_path
 from llm_from_scratch.training.state import SavedRun
 from llm_from_scratch.training.trainer import Trainer
 
@@ -35,12 +35,13 @@ def train_run(
     keep_model: bool = False,
 ) -> TrainedRun:
     """Plan, train and score the run of `config` (resumed from its `last.pt` when there is one).
+    Raises `stop.Stopped` when a signal stopped it, after saving `last.pt`.
     `started_at`: `clock()` when the program started, for a time budget; `keep_model`: the command
     chose its model, which the short recipe then keeps."""
     dist = dist or Distributed()
     planner = BudgetPlanner(config, data, dist, clock, started_at, keep_model)
     run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
-    saved = saved_run(run_dir)
+    saved = saved_run(run_dir, config.training)
     plan = planner.plan(saved.progress if saved is not None else None)
     replan = planner.replan if planner.costs is not None else None
     trainer = Trainer(config, data, plan, dist, clock=clock, replan=replan)
@@ -62,9 +63,8 @@ def train_run(
     return TrainedRun(trainer, metrics, final)
 
 
-def saved_run(run_dir: Path) -> SavedRun | None:
-    """What the run's `last.pt` says of it (None: it has none)."""
-    path = run_dir / "last.pt"
-    if not path.is_file():
-        return None
-    return SavedRun.of(load_last(path, mmap=True))
+def saved_run(run_dir: Path, cfg: TrainingConfig) -> SavedRun | None:
+    """What the file the run continues from (its `last.pt`, see `run_dir.resume_path`) says of
+    it (None: a new run)."""
+    path = resume_path(run_dir, cfg)
+    return None if path is None else SavedRun.of(load_resume(path, mmap=True))

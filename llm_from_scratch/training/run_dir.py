@@ -12,6 +12,10 @@ run and the rerun of a finished one change no file:
   when the process ends, however it ends, so a `kill -9` leaves no stale lock; the file stays,
   naming its last holder. Under torchrun, rank 0 holds it for the job.
 - Once the lock is held, the temporary files of writes that a kill interrupted are deleted.
+- `resume_path`: the file a run continues from. A run directory that holds a run's files
+  (snapshots, `best.pt`, `averaged.pt`) but no `last.pt` (deleted to save space: it is the
+  largest) is refused rather than trained over from step 0, unless `training.resume_from=snapshot`
+  continues it from its newest snapshot.
 """
 
 from __future__ import annotations
@@ -34,7 +38,12 @@ from llm_from_scratch.atomic import temporary_files
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.schema import to_data
-from llm_from_scratch.training.averaging import SNAPSHOT_DIR, snapshot_paths
+from llm_from_scratch.training.averaging import (
+    SNAPSHOT_DIR,
+    missing_snapshot,
+    snapshot_paths,
+    snapshot_step,
+)
 from llm_from_scratch.training.config import TrainConfig, TrainingConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.recipe import recipe_plan
@@ -55,6 +64,10 @@ class RunDirError(UserError):
 
 class FinishedRunError(UserError):
     """A finished run was asked to train on under other stopping settings."""
+
+
+class OrphanedRunError(UserError):
+    """A run directory holds a run's files but no `last.pt` to continue it from."""
 
 
 # ---- the lock ---------------------------------------------------------------------------------
@@ -136,15 +149,11 @@ def discard_snapshots_after(run_dir: Path, step: int) -> list[Path]:
     A snapshot is written before its step's `last.pt`, so a run killed between the two leaves a
     snapshot that the resumed run trains to again and rewrites; removing it first keeps even a
     resumed run whose schedule was planned anew (no `last.pt` yet) from averaging a stray one."""
-    stray = [path for path in snapshot_paths(run_dir) if _snapshot_step(path) > step]
+    stray = [path for path in snapshot_paths(run_dir) if snapshot_step(path) > step]
     for path in stray:
         path.unlink()
         logger.info("removed %s: it is newer than %s (step %d)", path, run_dir / LAST, step)
     return stray
-
-
-def _snapshot_step(path: Path) -> int:
-    return int(path.stem.removeprefix("step-"))
 
 
 # ---- last.pt and a finished run ---------------------------------------------------------------
@@ -159,6 +168,55 @@ def load_last(path: Path, map_location: str | torch.device = "cpu", mmap: bool =
             f"{path} is not a training checkpoint (it lacks {', '.join(missing)}): a "
             "weights-only file (a snapshot, averaged.pt) cannot resume training; move it "
             f"away, or {NEW_RUN}"
+        )
+    return state
+
+
+# What a snapshot holds beyond an inference checkpoint: all of last.pt but the optimizer.
+SNAPSHOT_STATE = ("scheduler", "scaler", "progress", "rng")
+RESUME_FROM_SNAPSHOT = "training.resume_from=snapshot"
+
+
+def resume_path(run_dir: Path, cfg: TrainingConfig) -> Path | None:
+    """The file a run in `run_dir` continues from: `last.pt`; where it is gone and `cfg` says
+    `resume_from=snapshot`, the newest snapshot; None: nothing there, a new run.
+
+    Raises `OrphanedRunError` for a directory with a run's files but neither: training there
+    would start from step 0 and write over them."""
+    last = run_dir / LAST
+    if last.is_file():
+        return last
+    snapshots = snapshot_paths(run_dir)
+    models = [name for name in ("best.pt", "averaged.pt") if (run_dir / name).is_file()]
+    if snapshots and cfg.resume_from == "snapshot":
+        return snapshots[-1]
+    if not snapshots and not models:
+        return None
+    held = [f"snapshots up to step {snapshot_step(snapshots[-1])}"] if snapshots else []
+    there = f"{run_dir} holds {', '.join(held + models)} but no {LAST}"
+    if not snapshots:
+        raise OrphanedRunError(
+            f"{there}, and no snapshot to continue from: training there would start from step "
+            f"0 and overwrite them; {NEW_RUN}"
+        )
+    raise OrphanedRunError(
+        f"{there}: training there would start from step 0 and overwrite them; {NEW_RUN}, or "
+        f"continue from {SNAPSHOT_DIR}/{snapshots[-1].name} with {RESUME_FROM_SNAPSHOT} (its "
+        "weights, schedule and data position; a snapshot has no optimizer state, so Adam's "
+        "moments start afresh and the run is close to, not exactly, the uninterrupted one)"
+    )
+
+
+def load_resume(path: Path, map_location: str | torch.device = "cpu", mmap: bool = False) -> dict:
+    """The file `resume_path` chose, checked to hold what continuing the run needs."""
+    if path.name == LAST:
+        return load_last(path, map_location=map_location, mmap=mmap)
+    state = load_checkpoint(path, map_location=map_location, mmap=mmap)
+    missing = [key for key in SNAPSHOT_STATE if key not in state]
+    if missing:
+        raise CheckpointError(
+            f"{path} cannot continue the run (it lacks {', '.join(missing)}: it predates "
+            f"snapshots that can); {NEW_RUN}"
         )
     return state
 
@@ -184,7 +242,8 @@ class FinishedRun:
     step: int
     reason: str
     model: Path  # what translate.py and evaluate.py use by default
-    averaging_missing: bool  # snapshots to average, but no averaged.pt: killed while averaging
+    averaging_missing: bool  # snapshots to average, but no averaged.pt
+    missing_snapshot: int | None  # the step of a snapshot gone from those it would average
 
     def report(self, translate_command: str) -> str:
         """What a rerun says; `translate_command` translates with the run's model."""
@@ -194,10 +253,18 @@ class FinishedRun:
             f"its model: {_shown(self.model)}",
             f"translate with: {translate_command}",
         ]
-        if self.averaging_missing:
+        command = (
+            f".venv/bin/python scripts/average_checkpoints.py --run-dir {_shown(self.run_dir)}"
+        )
+        if self.averaging_missing and self.missing_snapshot is not None:
             lines.append(
-                "averaged.pt is missing (the run was stopped while writing it); write it with: "
-                f".venv/bin/python scripts/average_checkpoints.py --run-dir {_shown(self.run_dir)}"
+                f"averaged.pt is missing, and so is the snapshot of step {self.missing_snapshot} "
+                f"(deleted?): average the snapshots left with: {command} --allow-gaps"
+            )
+        elif self.averaging_missing:
+            lines.append(
+                "averaged.pt is missing (deleted, or the run stopped before writing it); write "
+                f"it with: {command}"
             )
         return "\n".join(lines)
 
@@ -210,10 +277,10 @@ def finished_run(
 
     Raises `FinishedRunError` when `config` describes another run (another model, tokenizer or
     corpus) or would continue this one."""
-    path = run_dir / LAST
-    if not path.is_file():
+    path = resume_path(run_dir, config.training)
+    if path is None:
         return None
-    state = load_last(path, mmap=True)  # the tensors are not needed, only the progress
+    state = load_resume(path, mmap=True)  # the tensors are not needed, only the progress
     saved = SavedRun.of(state)
     if not saved.finished:
         return None
@@ -228,14 +295,18 @@ def finished_run(
     check_stopping_settings(saved, config.training, path)
     averaged, best = run_dir / "averaged.pt", run_dir / "best.pt"
     keep = saved.training.keep_snapshots
+    missing = missing_snapshot(run_dir, keep) if keep >= 2 else None
     return FinishedRun(
         run_dir=run_dir,
         step=saved.progress.step,
         reason=saved.reason,
         model=averaged if averaged.is_file() else best if best.is_file() else path,
         averaging_missing=(
-            keep >= 2 and len(snapshot_paths(run_dir)) >= 2 and not averaged.is_file()
+            keep >= 2
+            and not averaged.is_file()
+            and (len(snapshot_paths(run_dir)) >= 2 or missing is not None)
         ),
+        missing_snapshot=missing,
     )
 
 

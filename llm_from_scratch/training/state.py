@@ -37,6 +37,7 @@ class Progress:
     best_step: int = 0  # the step of best.pt
     evals_without_improvement: int = 0
     nonfinite_in_a_row: int = 0
+    last_snapshot: int = 0  # the step of the newest snapshot the run wrote; 0: none
     finished: bool = False  # the run stopped: running it again trains nothing
 
     @classmethod

@@ -4,13 +4,15 @@ plan `planner.py` fixed (`run.py` runs plan, training and the final model in ord
 One optimizer step consumes `accumulation_steps` token-budget batches; their summed losses are
 divided by the target tokens of all of them (across DDP ranks too), so accumulation and more ranks
 give the update of one larger batch. Everything needed to continue exactly where a run stopped
-(weights, optimizer, scheduler, scaler, sampler position, RNG states) goes into `last.pt`.
+(weights, optimizer, scheduler, scaler, sampler position, RNG states) goes into `last.pt`; a
+snapshot holds all of it but the optimizer. SIGTERM and SIGINT stop the run cleanly (`stop.py`).
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
@@ -23,9 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from llm_from_scratch.checkpoint import (
     build_model,
-    check_compatible,
     inference_state,
-    load_weights,
     save_checkpoint,
 )
 from llm_from_scratch.data.batch import Batch
@@ -42,20 +42,17 @@ from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler, lr_multiplier
 from llm_from_scratch.training.recipe import Plan, recipe_plan
 from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
-from llm_from_scratch.training.run_dir import (
-    check_stopping_settings,
-    discard_snapshots_after,
-    load_last,
-)
+from llm_from_scratch.training.resume import continued_precision, load_saved, restore_optimizer
+from llm_from_scratch.training.run_dir import discard_snapshots_after
 from llm_from_scratch.training.state import (
     Progress,
-    SavedRun,
     out_of_patience,
     out_of_steps,
     rng_state,
     set_rng_state,
 )
 from llm_from_scratch.training.stats import LogWindow, RunTiming, StepStats
+from llm_from_scratch.training.stop import Stopped, StopRequest
 from llm_from_scratch.training.validation import Validator
 
 logger = logging.getLogger(__name__)
@@ -190,7 +187,8 @@ class Trainer:
         log = log or self.run_logger()
         bar = TrainingBar(self.schedule.steps, self.progress.step, enabled=self.dist.is_main)
         try:
-            return self._train(log, bar)
+            with StopRequest() as request:
+                return self._train(log, bar, request)
         finally:
             bar.close()
             if own_log:
@@ -199,7 +197,7 @@ class Trainer:
     def run_logger(self) -> RunLogger:
         return RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
 
-    def _train(self, log: RunLogger, bar: TrainingBar) -> dict[str, float]:
+    def _train(self, log: RunLogger, bar: TrainingBar, request: StopRequest) -> dict[str, float]:
         validator = self.validator()
         started, window = self.clock(), LogWindow()
         start_elapsed = self.progress.elapsed
@@ -241,8 +239,19 @@ class Trainer:
                 self.save("last.pt")
             if stop:
                 return metrics
+            if self.dist.any(request.requested):  # every rank stops at the same step
+                self._stop_on_signal(request.signum, saved=step % self.schedule.save_every == 0)
             timing.pause(self.clock() - pause_start)
         return metrics
+
+    def _stop_on_signal(self, signum: int | None, saved: bool) -> None:
+        """The step is done (validation and snapshot included, as an uninterrupted run does
+        them): save `last.pt` unless this step did, and raise `Stopped`."""
+        if not saved:
+            self.save("last.pt")
+        self.dist.barrier()  # the other ranks exit once rank 0 has saved
+        path = self.run_dir / "last.pt"
+        raise Stopped(self.progress.step, path, signum or signal.SIGTERM)  # another rank's
 
     def _replan(self, timing: RunTiming, now: float) -> None:
         """The time budget's re-plan: the step count only; the warm-up, whose learning rates the
@@ -333,68 +342,59 @@ class Trainer:
     # ---- checkpoints --------------------------------------------------------------------------
 
     def state(self, metrics: dict[str, float] | None = None) -> dict[str, Any]:
-        """`last.pt`: a snapshot, and all that continues the run exactly."""
-        state = self.snapshot_state()
-        state.update(
-            optimizer=self.optimizer.state_dict(),
-            scheduler=self.scheduler.state_dict(),
-            scaler=self.scaler.state_dict(),
-            precision=self.precision.name,
-            progress=asdict(self.progress),
-            metrics=metrics or {},
-            rng=rng_state(),
-        )
-        return state
+        """`last.pt`: a snapshot and the optimizer, all that continues the run exactly."""
+        optimizer = self.optimizer.state_dict()
+        return {**self.snapshot_state(), "optimizer": optimizer, "metrics": metrics or {}}
 
     def save(self, name: str, metrics: dict[str, float] | None = None) -> None:
         if self.dist.is_main:
             save_checkpoint(self.run_dir / name, self.state(metrics))
 
     def snapshot_state(self) -> dict[str, Any]:
-        """The weights with the run's config (its `model`, the plan's): a snapshot."""
+        """A snapshot: the weights with the run's config (its `model`, the plan's), and where the
+        run stands, all that `training.resume_from=snapshot` continues from."""
         trained = replace(self.config, model=self.model.cfg)
-        return inference_state(self.model, self.data.src_tok, self.data.tgt_tok, trained)
+        state = inference_state(self.model, self.data.src_tok, self.data.tgt_tok, trained)
+        state.update(
+            scheduler=self.scheduler.state_dict(),
+            scaler=self.scaler.state_dict(),
+            precision=self.precision.name,
+            progress=asdict(self.progress),
+            rng=rng_state(),
+        )
+        return state
 
     def _snapshot(self, step: int) -> None:
-        """Weights only, for averaging; the oldest beyond `keep_snapshots` are deleted."""
-        if not self.dist.is_main or self.cfg.keep_snapshots == 0:
+        """A snapshot, for averaging, naming the one before it so that a gap shows; the oldest
+        beyond `keep_snapshots` are deleted."""
+        if self.cfg.keep_snapshots == 0:
             return
-        save_checkpoint(snapshot_path(self.run_dir, step), self.snapshot_state())
+        previous, self.progress.last_snapshot = self.progress.last_snapshot, step
+        if not self.dist.is_main:
+            return
+        state = {**self.snapshot_state(), "previous_snapshot": previous}
+        save_checkpoint(snapshot_path(self.run_dir, step), state)
         for old in snapshot_paths(self.run_dir)[: -self.cfg.keep_snapshots]:
             old.unlink()
 
     def resume(self) -> None:
-        """Continue from `<run_dir>/last.pt` when it exists (every rank reads the same file); the
-        plan is the one it stored (`planner.py` read it)."""
-        path = self.run_dir / "last.pt"
-        if not path.exists():
+        """Continue from `last.pt`, or where it is gone, under `training.resume_from=snapshot`,
+        from the newest snapshot (`resume.py`); the plan is the one it stored (`planner.py` read
+        it). Neither: a new run."""
+        saved = load_saved(self.run_dir, self.cfg, self.model, self.data)
+        if saved is None:
             return
-        state = load_last(path, map_location=self.device)
-        saved = SavedRun.of(state)
-        check_compatible(state, self.model.cfg, self.data.src_tok, self.data.tgt_tok, path)
-        load_weights(self.model, state["model"], str(path))
-        check_stopping_settings(saved, self.cfg, path)
-        self.progress = saved.progress
-        self.progress.finished = saved.finished  # also for files from before the flag
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self._keep_saved_precision(state.get("precision"))
-        self.scaler.load_state_dict(state["scaler"])
-        set_rng_state(state["rng"])
-        if self.dist.is_main:
-            logger.info("resumed %s at step %d", path, self.progress.step)
-
-    def _keep_saved_precision(self, saved: str | None) -> None:
-        """Under `auto`, continue at the checkpoint's precision: a CPU's pick is a timing that a
-        busy moment can flip, and an exact continuation needs the same arithmetic."""
-        if self.cfg.precision != "auto" or saved in (None, self.precision.name):
-            return
-        if saved == "fp16" and self.device.type != "cuda":
-            return  # a GPU run continued on a CPU: fp16 is not an option here
-        logger.info(
-            "precision auto: continuing in %s, the precision %s started with",
-            saved,
-            self.run_dir,
+        self.progress = saved.run.progress
+        self.progress.finished = saved.run.finished  # also for files from before the flag
+        self.scheduler.load_state_dict(saved.state["scheduler"])
+        restore_optimizer(self.optimizer, self.scheduler, saved)
+        precision = continued_precision(
+            self.cfg.precision, self.precision, saved.state.get("precision"), self.run_dir
         )
-        self.precision = select_precision(saved, self.device)
-        self.scaler = self.precision.grad_scaler()
+        if precision is not None:
+            self.precision, self.scaler = precision, precision.grad_scaler()
+        self.scaler.load_state_dict(saved.state["scaler"])
+        set_rng_state(saved.state["rng"])
+        if self.dist.is_main:
+            afresh = "" if saved.has_optimizer else " (the optimizer's moments start afresh)"
+            logger.info("resumed %s at step %d%s", saved.path, self.progress.step, afresh)
