@@ -59,6 +59,22 @@ def test_smoke_experiment_selects_tiny_model_and_its_run_dir(compose_config):
     assert Path(config.paths.run_dir) == project_root() / "runs" / "smoke"
 
 
+def test_short_experiment_trains_the_short_recipe_for_its_steps(compose_config):
+    from llm_from_scratch.training.budget import Schedule
+    from llm_from_scratch.training.recipe import recipe_plan
+
+    config = to_schema(compose_config("train", ["experiment=short"]), TrainConfig)
+    plan = recipe_plan(config, Schedule.of(config.training))
+    short = config.training.short_run
+    assert config.training.max_time is None and plan.schedule.short
+    assert plan.schedule.steps == config.training.max_steps <= short.max_steps
+    assert (plan.model.n_encoder_layers, plan.model.n_decoder_layers) == (
+        short.n_encoder_layers,
+        short.n_decoder_layers,
+    )
+    assert (plan.lr, plan.batch_tokens) == (short.lr, short.batch_tokens)
+
+
 def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(compose_config):
     distilled = to_schema(compose_config("train", ["experiment=spe_distilled"]), TrainConfig)
     teacher = to_schema(compose_config("train", ["experiment=spe_tokenized"]), TrainConfig)
@@ -102,7 +118,7 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
         (["model.max_positions=0"], "model.max_positions=0 must be at least 1"),
         (["tokenizer.character_coverage=0"], "tokenizer.character_coverage=0.0 must be in"),
         (["data.corpus.test_fraction=-0.1"], "data.corpus.test_fraction=-0.1 must be in"),
-        (["data.loading.num_workers=-1"], "data.loading.num_workers=-1 must not be negative"),
+        (["data.loading.num_workers=-1"], "data.loading.num_workers=-1 must be at least 0"),
     ],
 )
 def test_invalid_values_are_named(compose_config, overrides, message):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llm_from_scratch.data.source_style import SOURCE_STYLES
-from llm_from_scratch.errors import ConfigError, check_choice
+from llm_from_scratch.errors import ConfigError, check_choice, check_range
 
 SOURCES = ("urls", "hub", "local", "archive")
 # How the raw files are laid out (see `CorpusConfig.splits` for what names a split in each).
@@ -85,8 +85,7 @@ class CorpusConfig:
                 f"only {', '.join(SPLITS)}"
             )
         for key in ("dev_fraction", "test_fraction"):
-            if not 0.0 <= getattr(self, key) < 1.0:
-                raise ConfigError(f"data.corpus.{key}={getattr(self, key)} must be in [0, 1)")
+            check_range(f"data.corpus.{key}", getattr(self, key), 0, 1, high_open=True)
         carved = sum(getattr(self, f"{split}_fraction") for split in self.carved_splits)
         if carved >= 1.0:
             raise ConfigError(
@@ -124,12 +123,8 @@ class CleaningConfig:
     max_length_ratio: float = 3.0  # longer side / shorter side, in tokens
 
     def __post_init__(self) -> None:
-        if self.max_tokens < 1:
-            raise ConfigError(f"data.cleaning.max_tokens={self.max_tokens} must be at least 1")
-        if self.max_length_ratio < 1.0:
-            raise ConfigError(
-                f"data.cleaning.max_length_ratio={self.max_length_ratio} must be at least 1"
-            )
+        check_range("data.cleaning.max_tokens", self.max_tokens, 1)
+        check_range("data.cleaning.max_length_ratio", self.max_length_ratio, 1)
 
 
 @dataclass
@@ -150,13 +145,10 @@ class LoadingConfig:
 
     def __post_init__(self) -> None:
         for key in ("batch_tokens", "pool_size"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"data.loading.{key}={getattr(self, key)} must be at least 1")
+            check_range(f"data.loading.{key}", getattr(self, key), 1)
         for key in ("num_workers", "num_proc"):
-            if getattr(self, key) < 0:
-                raise ConfigError(f"data.loading.{key}={getattr(self, key)} must not be negative")
-        if not 0.0 <= self.bpe_dropout <= 1.0:
-            raise ConfigError(f"data.loading.bpe_dropout={self.bpe_dropout} must be in [0, 1]")
+            check_range(f"data.loading.{key}", getattr(self, key), 0)
+        check_range("data.loading.bpe_dropout", self.bpe_dropout, 0, 1)
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_from_scratch.errors import ConfigError, check_choice
+from llm_from_scratch.errors import ConfigError, check_choice, check_range
 
 ACTIVATIONS = ("relu", "gelu")
 
@@ -31,8 +31,7 @@ class ModelConfig:
             "d_ff",
             "max_positions",
         ):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"model.{key}={getattr(self, key)} must be at least 1")
+            check_range(f"model.{key}", getattr(self, key), 1)
         if self.d_model % self.n_heads:
             raise ConfigError(
                 f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}"
@@ -40,6 +39,5 @@ class ModelConfig:
         if self.d_model % 2:
             # The sinusoidal encoding pairs each sine dimension with a cosine one.
             raise ConfigError(f"model.d_model={self.d_model} must be even")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"model.dropout={self.dropout} must be in [0, 1)")
+        check_range("model.dropout", self.dropout, 0, 1, high_open=True)
         check_choice("model.activation", self.activation, ACTIVATIONS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.errors import ConfigError, check_range
 
 
 @dataclass
@@ -22,14 +22,11 @@ class ServingConfig:
 
     def __post_init__(self) -> None:
         for key in ("max_texts", "max_chars", "max_beam", "batch_tokens", "max_body_bytes"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"serving.{key}={getattr(self, key)} must be at least 1")
-        if self.batch_wait_ms < 0:
-            raise ConfigError(f"serving.batch_wait_ms={self.batch_wait_ms} must not be negative")
+            check_range(f"serving.{key}", getattr(self, key), 1)
+        check_range("serving.batch_wait_ms", self.batch_wait_ms, 0)
         if self.max_queue < self.max_texts:
             raise ConfigError(
                 f"serving.max_queue={self.max_queue} must be at least serving.max_texts="
                 f"{self.max_texts} (one full request)"
             )
-        if self.deadline_s <= 0:
-            raise ConfigError(f"serving.deadline_s={self.deadline_s} must be positive")
+        check_range("serving.deadline_s", self.deadline_s, 0, low_open=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from llm_from_scratch.errors import ConfigError, check_choice
+from llm_from_scratch.errors import ConfigError, check_choice, check_range
 from llm_from_scratch.tokenizer.pretokenize import NORMALIZATIONS, PRETOKENIZERS
 from llm_from_scratch.tokenizer.special_tokens import RESERVED
 
@@ -36,8 +36,7 @@ class TokenizerConfig:
             self.pretokenizer,
             self.special_tokens,
         )
-        if self.max_sentences < 1:
-            raise ConfigError(f"tokenizer.max_sentences={self.max_sentences} must be at least 1")
+        check_range("tokenizer.max_sentences", self.max_sentences, 1)
         check_choice("tokenizer.target_normalization", self.target_normalization, NORMALIZATIONS)
         if self.shared and self.target_normalization != self.normalization:
             raise ConfigError(
@@ -60,8 +59,7 @@ def check_training_options(
             f"tokenizer.vocab_size={vocab_size} is too small: "
             "256 byte-fallback tokens and the special tokens need room"
         )
-    if not 0.0 < character_coverage <= 1.0:
-        raise ConfigError(f"tokenizer.character_coverage={character_coverage} must be in (0, 1]")
+    check_range("tokenizer.character_coverage", character_coverage, 0, 1, low_open=True)
     check_choice("tokenizer.normalization", normalization, NORMALIZATIONS)
     check_choice("tokenizer.pretokenizer", pretokenizer, PRETOKENIZERS)
     for token in special_tokens:

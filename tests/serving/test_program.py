@@ -23,7 +23,7 @@ def test_settings_split_into_serving_limits_and_decoding_keys():
     ("argv", "error", "message"),
     [
         (["serving.max_texts=0"], ConfigError, "serving.max_texts=0 must be at least 1"),
-        (["serving.batch_wait_ms=-1"], ConfigError, "serving.batch_wait_ms=-1.0 must not be"),
+        (["serving.batch_wait_ms=-1"], ConfigError, "serving.batch_wait_ms=-1.0 must be at least"),
         (["serving.speed=2"], ConfigError, "serving.speed is not a serving setting; they are"),
         (["serving.max_chars=many"], ConfigError, "serving.max_chars=many: Value 'many' of"),
         (["model.d_model=8"], UsageError, "'model.d_model=8' is not serving.KEY=VALUE or"),
