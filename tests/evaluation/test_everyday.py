@@ -46,7 +46,8 @@ def test_the_config_names_the_committed_files():
 def test_evaluate_scores_the_everyday_list(tmp_path, capsys):
     tok = BPETokenizer.train(["the cat sat on the mat.", "猫がマットに座った。"], vocab_size=300)
     checkpoint = save_tiny_checkpoint(tmp_path / "best.pt", tok)
-    out = tmp_path / "out"
+    # Without --output-dir the scores land beside the checkpoint, apart from its own data's.
+    out = tmp_path / "eval-everyday-test"
     status = evaluate_cli.main(
         [
             "--checkpoint",
@@ -56,13 +57,11 @@ def test_evaluate_scores_the_everyday_list(tmp_path, capsys):
             "decoding=greedy",
             "decoding.max_len_b=2",  # an untrained model: keep its outputs short
             "decoding.max_len_a=0",
-            "--output-dir",
-            str(out),
             f"paths.raw_dir={tmp_path / 'raw'}",
             f"paths.cache_dir={tmp_path / 'cache'}",
         ]
     )
-    assert status == 0
+    assert status == 0 and not (tmp_path / "eval-test").exists()
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert (metrics["dataset"], metrics["sentences"]) == ("everyday", SENTENCES)
     hypotheses = (out / "hypotheses.txt").read_text(encoding="utf-8").splitlines()
