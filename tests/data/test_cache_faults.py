@@ -55,6 +55,7 @@ DAMAGES = {
 }
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 @pytest.mark.parametrize("damage", list(DAMAGES), ids=lambda damage: damage.__name__)
 def test_a_damaged_cache_is_rebuilt_with_one_log_line(
     tiny_enja, tiny_paths, word_tokenizer, caplog, damage

@@ -27,6 +27,7 @@ def expected() -> dict[str, list[str]]:
     return {"src": [en for en, _ in PAIRS], "tgt": [ja for _, ja in PAIRS]}
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 @pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
 def test_parallel_files_named_with_lang_are_read_decompressed(
     tmp_path, local_config, paths, suffix

@@ -44,6 +44,7 @@ def test_train_split_is_cleaned_and_held_out_splits_are_kept_whole(
     assert [len(data.splits[s]) for s in ("dev", "test")] == [3, 2]
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 def test_second_preparation_is_read_from_the_cache(tiny_enja, tiny_paths, word_tokenizer):
     first = module(tiny_enja, word_tokenizer, tiny_paths)
     encoded = word_tokenizer.encoded_texts

@@ -4,6 +4,7 @@ train program does (`load_or_train_tokenizers`, then `build_data`)."""
 import dataclasses
 
 import datasets
+import pytest
 
 from llm_from_scratch.data import cleaning
 from llm_from_scratch.data.config import DataConfig, ExtraPairs
@@ -37,6 +38,7 @@ def test_build_data_batches_decode_back_to_the_normalized_text(tiny_enja, tiny_p
     assert "New York" in "".join(train["tgt"])  # detokenized, Latin spacing kept
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 def test_extra_train_pairs_join_the_train_split_but_not_the_tokenizers(
     tiny_enja, tiny_paths, tmp_path
 ):
