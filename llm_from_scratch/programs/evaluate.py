@@ -131,6 +131,8 @@ def evaluate(config: EvaluateConfig) -> int:
     else:
         checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
         suffix = "-ensemble" if config.ensemble else ""
+    if config.output_dir:  # refused before the model loads, let alone decodes
+        check_directory(Path(config.output_dir), "output_dir")
     translator, run_config = _load_translator(config, checkpoint)
     # Another dataset's scores go beside those of the run's own, never over them.
     other = config.data is not None and config.data.name != run_config["data"]["name"]
