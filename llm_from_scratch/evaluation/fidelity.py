@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
@@ -80,7 +80,7 @@ def number_fidelity(sources: Sequence[str], hypotheses: Sequence[str]) -> Number
     return NumberFidelity(total, kept, with_numbers, all_kept)
 
 
-def has_loop(words: Sequence[str], n: int = LOOP_NGRAM, times: int = LOOP_TIMES) -> bool:
+def has_loop(words: Sequence[Hashable], n: int = LOOP_NGRAM, times: int = LOOP_TIMES) -> bool:
     """Whether some n-gram of `words` occurs at least `times` times (overlaps counted)."""
     counts = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
     return any(count >= times for count in counts.values())

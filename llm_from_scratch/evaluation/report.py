@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_from_scratch.atomic import atomic_writer
+from llm_from_scratch.evaluation.fidelity import has_loop
 from llm_from_scratch.evaluation.metrics import bleu
 
 # Upper bounds (inclusive) of the source-length buckets, in whitespace-separated source words:
@@ -44,8 +45,7 @@ def bleu_by_source_length(
 
 def has_repeated_ngram(tokens: Sequence[int], n: int = REPEAT_NGRAM) -> bool:
     """Whether some n-gram occurs twice: the signature of a decoder stuck in a loop."""
-    ngrams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
-    return len(set(ngrams)) < len(ngrams)
+    return has_loop(tokens, n, times=2)
 
 
 def write_evaluation(output_dir: Path, hypotheses: Sequence[str], metrics: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from llm_from_scratch.decoding import beam as beam_module
 from llm_from_scratch.decoding.beam import beam_search, length_penalty, top_candidates
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.greedy import greedy_search
+from llm_from_scratch.evaluation.report import has_repeated_ngram
 
 from .builders import TINY, content_ids, pad_batch
 
@@ -112,11 +113,6 @@ def test_output_length_follows_a_times_source_length_plus_b(copy_model, tokenize
         for hyp in hyps:
             assert len(hyp.tokens) <= limit
             assert hyp.hit_max_len == (len(hyp.tokens) == limit)
-
-
-def has_repeated_ngram(tokens: list[int], n: int) -> bool:
-    ngrams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
-    return len(ngrams) != len(set(ngrams))
 
 
 def test_no_repeat_ngram_size_removes_repeats(copy_model, tokenizer, sources):
