@@ -131,16 +131,16 @@ def evaluate(config: EvaluateConfig) -> int:
     else:
         checkpoint = Path(config.checkpoint or run_model(config.paths.runs_dir, config.run))
         suffix = "-ensemble" if config.ensemble else ""
-    if config.output_dir:  # refused before the model loads, let alone decodes
-        check_directory(Path(config.output_dir), "output_dir")
+    output_dir = Path(config.output_dir) if config.output_dir else None
+    if output_dir is not None:  # refused before the model loads, let alone decodes
+        check_directory(output_dir, "output_dir")
     translator, run_config = _load_translator(config, checkpoint)
-    # Another dataset's scores go beside those of the run's own, never over them.
-    other = config.data is not None and config.data.name != run_config["data"]["name"]
-    dataset = f"{config.data.name}-" if other else ""
-    output_dir = Path(
-        config.output_dir or checkpoint.parent / f"eval-{dataset}{config.split}{suffix}"
-    )
-    check_directory(output_dir, "output_dir")  # before decoding, which takes a while
+    if output_dir is None:
+        # Another dataset's scores go beside those of the run's own, never over them.
+        other = config.data is not None and config.data.name != run_config["data"]["name"]
+        dataset = f"{config.data.name}-" if other else ""
+        output_dir = checkpoint.parent / f"eval-{dataset}{config.split}{suffix}"
+        check_directory(output_dir, "output_dir")  # before decoding, which takes a while
     for summary in translator.checkpoints:
         print(f"model: {summary}", file=sys.stderr)
     data = config.data or to_schema(run_config["data"], DataConfig)
