@@ -61,6 +61,18 @@ def is_segmented(texts: Sequence[str]) -> bool:
     return segmented > len(texts) / 2
 
 
+# The column of a mixture's splits naming the corpus each pair comes from; a split of one
+# corpus may lack it.
+CORPUS_COLUMN = "corpus"
+
+
+def corpus_labels(pairs: datasets.Dataset, name: str) -> list[str]:
+    """The corpus of each pair of a split: its `corpus` column, else `name` for every pair."""
+    if CORPUS_COLUMN in pairs.column_names:
+        return list(pairs[CORPUS_COLUMN])
+    return [name] * len(pairs)
+
+
 def load_split(cfg: DataConfig, split: str, paths: PathsConfig) -> datasets.Dataset:
     """The `split` (train, dev or test) of `cfg` with string columns `src` and `tgt`."""
     if split not in ("train", "dev", "test"):

@@ -2,5 +2,6 @@
 
 metrics.py  BLEU (ja-mecab), chrF, character BLEU, with their signatures
 report.py   metrics.json, hypotheses.txt, BLEU by source length
+corpora.py  splits of several corpora: an even spread of their rows, scores per corpus
 curves.py   learning curves from TensorBoard logs
 """

@@ -19,6 +19,7 @@ from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.recipe import Plan
+from llm_from_scratch.training.validation import corpus_figures
 
 
 def format_elapsed(seconds: float) -> str:
@@ -34,12 +35,17 @@ def format_elapsed(seconds: float) -> str:
 
 
 def scores_text(metrics: dict[str, float]) -> str:
-    """`loss 2.31 | BLEU 24.1 | chrF 30.2`, of the metrics present."""
+    """`loss 2.31 | BLEU 24.1 | chrF 30.2`, of the metrics present; with several corpora, each
+    one's after the overall figure: `BLEU 24.1 (small_parallel_enja 31.2, tanaka_graded 19.0)`."""
     parts = []
     if "loss" in metrics:
         parts.append(f"loss {metrics['loss']:.2f}")
-    parts.append(f"BLEU {metrics['bleu']:.1f}")
-    parts.append(f"chrF {metrics['chrf']:.1f}")
+    for name, label in (("bleu", "BLEU"), ("chrf", "chrF")):
+        part = f"{label} {metrics[name]:.1f}"
+        corpora = corpus_figures(metrics, name)
+        if corpora:
+            part += " (" + ", ".join(f"{c} {value:.1f}" for c, value in corpora.items()) + ")"
+        parts.append(part)
     return " | ".join(parts)
 
 
@@ -51,7 +57,8 @@ def validation_line(
     best_step: int,
     elapsed: float,
 ) -> str:
-    """`step 1500/4200 | dev loss 2.31 | BLEU 24.1 | chrF 30.2 | best 24.1 (step 1500) | 12m34s`"""
+    """`step 1500/4200 | dev loss 2.31 | BLEU 24.1 | chrF 30.2 | best 24.1 (step 1500) | 12m34s`;
+    the best is the overall dev BLEU's."""
     return (
         f"step {step}/{total_steps} | dev {scores_text(metrics)} | "
         f"best {best_bleu:.1f} (step {best_step}) | {format_elapsed(elapsed)}"

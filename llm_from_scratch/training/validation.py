@@ -1,5 +1,10 @@
 """Periodic validation: dev loss and perplexity, BLEU/chrF of greedy translations, and labelled
-cross-attention figures; at the end of a run, greedy BLEU/chrF of the final model on test."""
+cross-attention figures; at the end of a run, greedy BLEU/chrF of the final model on test.
+
+Where a split mixes several corpora (its `corpus` column), BLEU and chrF are given per corpus
+too, as `<corpus>/bleu` and `<corpus>/chrf` beside the overall `bleu` and `chrf`; the dev
+sentences decoded for BLEU are spread evenly over the corpora.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,10 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from llm_from_scratch.data.corpus import corpus_labels
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.decoding.batched import decode_pieces
+from llm_from_scratch.evaluation.corpora import scores_by_corpus, spread_rows
 from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision
@@ -43,7 +50,11 @@ class Validator:
         # compare checkpoints.
         self.greedy = replace(config.decoding, beam_size=1, nbest=1, no_repeat_ngram_size=0)
         dev = data.splits["dev"]
-        self.bleu_subset = dev.select(range(min(config.training.dev_bleu_sentences, len(dev))))
+        corpora = corpus_labels(dev, data.cfg.name)
+        chosen = spread_rows(corpora, config.training.dev_bleu_sentences)
+        self.bleu_subset = dev.select(chosen)
+        self.subset_corpora = [corpora[index] for index in chosen]
+        self.example_rows = spread_rows(self.subset_corpora, EXAMPLES_SHOWN)
         lengths = zip(self.bleu_subset["src_len"], self.bleu_subset["tgt_len"], strict=True)
         too_long = [max(pair) > ATTENTION_MAX_PIECES for pair in lengths]
         by_length = sorted(range(len(too_long)), key=lambda index: (too_long[index], index))
@@ -68,6 +79,7 @@ class Validator:
             "perplexity": math.exp(min(loss / max(tokens, 1), 50.0)),
             "bleu": scores.bleu,
             "chrf": scores.chrf,
+            **per_corpus_metrics(hypotheses, references, self.subset_corpora),
         }
         log.scalars({f"{tag}/{name}": value for name, value in metrics.items()}, step)
         log.text(f"{tag}/examples", self._examples_table(hypotheses), step)
@@ -83,9 +95,15 @@ class Validator:
         if len(test) == 0:
             return None
         self.model.eval()
-        scores = corpus_scores(self.translate(test["src_ids"]), test["tgt"])
+        hypotheses, references = self.translate(test["src_ids"]), test["tgt"]
         self.model.train()
-        metrics = {"bleu": scores.bleu, "chrf": scores.chrf}
+        scores = corpus_scores(hypotheses, references)
+        corpora = corpus_labels(test, self.data.cfg.name)
+        metrics = {
+            "bleu": scores.bleu,
+            "chrf": scores.chrf,
+            **per_corpus_metrics(hypotheses, references, corpora),
+        }
         log.scalars({f"test/{name}": value for name, value in metrics.items()}, step)
         return metrics
 
@@ -128,13 +146,14 @@ class Validator:
         return [self.data.tgt_tok.decode(nbest[0].tokens) for nbest in nbests]
 
     def _examples_table(self, hypotheses: list[str]) -> str:
-        rows = ["| source | reference | hypothesis |", "|---|---|---|"]
-        for index in range(min(EXAMPLES_SHOWN, len(hypotheses))):
-            cells = (
-                self.bleu_subset[index]["src"],
-                self.bleu_subset[index]["tgt"],
-                hypotheses[index],
-            )
+        """A few translations, from each corpus when dev mixes several."""
+        several = len(set(self.subset_corpora)) > 1
+        header = ["corpus"] * several + ["source", "reference", "hypothesis"]
+        rows = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+        for index in self.example_rows:
+            example = self.bleu_subset[index]
+            cells = [self.subset_corpora[index]] * several
+            cells += [example["src"], example["tgt"], hypotheses[index]]
             rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
         return "\n".join(rows)
 
@@ -156,3 +175,29 @@ class Validator:
             )
             images.append(render(figure))
         return images
+
+
+def corpus_metric(corpus: str, name: str) -> str:
+    """The key of a corpus's own `name` score (`bleu`, `chrf`) in a validation's metrics."""
+    return f"{corpus}/{name}"
+
+
+def per_corpus_metrics(
+    hypotheses: list[str], references: list[str], corpora: list[str]
+) -> dict[str, float]:
+    """BLEU and chrF of each corpus, under `corpus_metric`'s keys; none for one corpus."""
+    metrics = {}
+    for corpus, scores in scores_by_corpus(hypotheses, references, corpora).items():
+        metrics[corpus_metric(corpus, "bleu")] = scores.bleu
+        metrics[corpus_metric(corpus, "chrf")] = scores.chrf
+    return metrics
+
+
+def corpus_figures(metrics: dict[str, float], name: str) -> dict[str, float]:
+    """Each corpus's `name` score in `metrics`, in their order; empty for one corpus."""
+    suffix = corpus_metric("", name)
+    return {
+        key.removesuffix(suffix): value
+        for key, value in metrics.items()
+        if key.endswith(suffix) and key != suffix
+    }

@@ -17,6 +17,7 @@ from llm_from_scratch.training.report import FinalModel, format_elapsed, validat
 
 from .commands import copy_task_overrides
 from .test_trainer import Run, fp32
+from .test_validation import two_corpora
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VALIDATION = re.compile(
@@ -37,6 +38,25 @@ def test_the_validation_line_reads_like_joeynmt_and_fairseq():
     line = validation_line(1500, 4200, metrics, best_bleu=24.14, best_step=1500, elapsed=754)
     assert line == (
         "step 1500/4200 | dev loss 2.31 | BLEU 24.1 | chrF 30.2 | best 24.1 (step 1500) | 12m34s"
+    )
+
+
+def test_with_several_corpora_the_line_gives_each_ones_scores_after_the_overall():
+    metrics = {
+        "loss": 2.3149,
+        "perplexity": 10.1,
+        "bleu": 25.14,
+        "chrf": 30.18,
+        "small_parallel_enja/bleu": 31.23,
+        "small_parallel_enja/chrf": 36.0,
+        "tanaka_graded/bleu": 19.04,
+        "tanaka_graded/chrf": 24.4,
+    }
+    line = validation_line(1500, 4200, metrics, best_bleu=25.14, best_step=1500, elapsed=754)
+    assert line == (
+        "step 1500/4200 | dev loss 2.31 | BLEU 25.1 (small_parallel_enja 31.2, tanaka_graded 19.0)"
+        " | chrF 30.2 (small_parallel_enja 36.0, tanaka_graded 24.4) | best 25.1 (step 1500) | "
+        "12m34s"
     )
 
 
@@ -102,6 +122,29 @@ def test_without_snapshots_the_final_model_is_best_pt_with_its_dev_scores(copy_t
     assert not (tmp_path / "averaged.pt").exists()
 
 
+def test_a_run_on_several_corpora_logs_and_keeps_each_ones_scores(copy_task, tmp_path, train_log):
+    config, data, _ = copy_task
+    settings = {"eval_every": 10, "save_every": 10, "keep_snapshots": 0, "warmup_steps": 5}
+    run = Run(
+        fp32(config, tmp_path, max_steps=10, dev_bleu_sentences=8, **settings), two_corpora(data)
+    )
+    run.fit()
+    line = next(
+        line for line in train_log.read_text(encoding="utf-8").splitlines() if "step 10/10" in line
+    )
+    assert re.search(
+        r"dev loss \d+\.\d\d \| BLEU \d+\.\d \(copy_a \d+\.\d, copy_b \d+\.\d\) \| "
+        r"chrF \d+\.\d \(copy_a \d+\.\d, copy_b \d+\.\d\) \| best",
+        line,
+    ), line
+    final = run.final
+    corpus_keys = {"copy_a/bleu", "copy_a/chrf", "copy_b/bleu", "copy_b/chrf"}
+    assert final is not None and final.test is not None
+    assert set(final.test) == {"bleu", "chrf", *corpus_keys}
+    assert set(load_checkpoint(tmp_path / "best.pt")["metrics"]) >= corpus_keys
+    assert final.dev == load_checkpoint(tmp_path / "best.pt")["metrics"]
+
+
 def test_the_summary_names_the_model_its_scores_and_the_command(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     runs = tmp_path / "runs"
@@ -128,6 +171,12 @@ def test_the_summary_names_the_model_its_scores_and_the_command(tmp_path, monkey
     ]
     assert lines[3].startswith("translate with: ")
     assert lines[3].endswith('scripts/translate.py --run default "Hello."')
+    mixed_test = {**final.test, "a/bleu": 35.0, "a/chrf": 40.0, "b/bleu": 20.0, "b/chrf": 25.0}
+    mixed = summary(FinalModel(final.path, "", final.dev, mixed_test, 500), Config(), 1)
+    assert (
+        mixed[2]
+        == "test BLEU 29.1 (a 35.0, b 20.0) | chrF 34.0 (a 40.0, b 25.0) (greedy, 500 sentences)"
+    )
     no_test = summary(FinalModel(final.path, "", final.dev, None, 0), Config(), 1)
     assert no_test[2] == "test: no test pairs"
 
