@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from llm_from_scratch.checkpoint import run_model
 from llm_from_scratch.data.config import SPLITS, DataConfig
-from llm_from_scratch.data.corpus import detokenize_ja, is_segmented, load_split
+from llm_from_scratch.data.corpus import corpus_labels, detokenize_ja, is_segmented, load_split
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ctranslate2_engine import ENGINES
@@ -44,6 +44,7 @@ from llm_from_scratch.decoding.translator import (
 )
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import ConfigError, check_choice
+from llm_from_scratch.evaluation.corpora import rows_by_corpus
 from llm_from_scratch.evaluation.fidelity import (
     LOOP_NGRAM,
     LOOP_TIMES,
@@ -152,6 +153,7 @@ def evaluate(config: EvaluateConfig) -> int:
         pairs = pairs.select(range(min(config.limit, len(pairs))))
 
     sources, references = list(pairs["src"]), list(pairs["tgt"])
+    corpora = corpus_labels(pairs, data.name)
 
     start = time.perf_counter()
     with tqdm(
@@ -178,6 +180,7 @@ def evaluate(config: EvaluateConfig) -> int:
         "decoding": asdict(config.decoding),
         # Word-level BLEU only where the references keep a corpus's segmentation.
         **score(sources, translations, references, segmented=is_segmented(references)),
+        **scores_per_corpus(sources, translations, references, corpora),
         "seconds": seconds,
         "sentences_per_second": len(translations) / seconds if seconds > 0 else None,
     }
@@ -330,6 +333,31 @@ def score(
     return metrics
 
 
+def scores_per_corpus(
+    sources: Sequence[str],
+    translations: Sequence[Translation],
+    references: Sequence[str],
+    corpora: Sequence[str],
+) -> dict[str, Any]:
+    """`{"corpora": {corpus: scores}}` where the split mixes several corpora (else nothing): each
+    corpus scored alone, as `score` scores a split, without the signatures the overall scores
+    already give."""
+    rows = rows_by_corpus(corpora)
+    if len(rows) < 2:
+        return {}
+    by_corpus = {}
+    for corpus, positions in rows.items():
+        own_refs = [references[i] for i in positions]
+        scores = score(
+            [sources[i] for i in positions],
+            [translations[i] for i in positions],
+            own_refs,
+            segmented=is_segmented(own_refs),
+        )
+        by_corpus[corpus] = {k: v for k, v in scores.items() if not k.endswith("_signature")}
+    return {"corpora": by_corpus}
+
+
 def _print_summary(metrics: dict[str, Any], output_dir: Path) -> None:
     print(f"{metrics['dataset']} {metrics['split']}: {metrics['sentences']} sentences")
     print(f"BLEU  {metrics['bleu']:.2f}  {metrics['bleu_signature']}")
@@ -341,17 +369,23 @@ def _print_summary(metrics: dict[str, Any], output_dir: Path) -> None:
         f"{metrics['sentences_per_second']:.1f} sentences/s; {metrics['hit_max_len']} hit max_len; "
         f"{metrics[f'repeated_{REPEAT_NGRAM}gram']} with a repeated {REPEAT_NGRAM}-gram"
     )
-    fidelity = metrics["number_fidelity"]
-    kept = (
-        f"{100 * fidelity['share']:.1f}% ({fidelity['kept']} of {fidelity['source_numbers']})"
-        if fidelity["share"] is not None
-        else "no numbers in the sources"
-    )
     print(
-        f"numbers kept: {kept}; {metrics['loops']} outputs repeat a {LOOP_NGRAM}-gram "
-        f"{LOOP_TIMES} times where the source does not"
+        f"numbers kept: {_numbers_kept(metrics)}; {metrics['loops']} outputs repeat a "
+        f"{LOOP_NGRAM}-gram {LOOP_TIMES} times where the source does not"
     )
+    for corpus, scores in metrics.get("corpora", {}).items():
+        print(
+            f"  {corpus}: {scores['sentences']} sentences, BLEU {scores['bleu']:.2f}, "
+            f"chrF {scores['chrf']:.2f}, numbers kept {_numbers_kept(scores)}"
+        )
     print(f"wrote {output_dir / 'hypotheses.txt'} and {output_dir / 'metrics.json'}")
+
+
+def _numbers_kept(metrics: dict[str, Any]) -> str:
+    fidelity = metrics["number_fidelity"]
+    if fidelity["share"] is None:
+        return "no numbers in the sources"
+    return f"{100 * fidelity['share']:.1f}% ({fidelity['kept']} of {fidelity['source_numbers']})"
 
 
 def run() -> None:

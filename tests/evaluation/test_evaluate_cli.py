@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llm_from_scratch.data.corpus import CORPUS_COLUMN
 from llm_from_scratch.decoding.translator import Candidate, SentenceTranslation, Translation
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.evaluation.metrics import bleu
+from llm_from_scratch.evaluation.metrics import bleu, corpus_scores
 from llm_from_scratch.programs import evaluate as evaluate_cli
 from llm_from_scratch.programs.arguments import UsageError
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
@@ -199,3 +201,87 @@ def test_ensemble_is_recorded_and_of_one_checkpoint_twice_scores_like_it(
     assert metrics["ensemble"] == [str(checkpoint)]
     hypotheses = (ensemble_dir / "hypotheses.txt").read_text(encoding="utf-8")
     assert hypotheses == (tmp_path / "single" / "hypotheses.txt").read_text(encoding="utf-8")
+
+
+def test_scores_per_corpus_equal_each_corpus_evaluated_alone():
+    sources = ["a cat", "he is a student", "it rains 3 days", "I read 2 books"]
+    references = ["猫だ。", "彼 は 学生 だ 。", "3日雨だ。", "私 は 本 を 2 冊 読む 。"]
+    texts = ["猫です。", "彼 は 先生 だ 。", "3日雨だ。", "私 は 本 を 読む 。"]
+    translations = [translation(text, [5, 6]) for text in texts]
+    corpora = ["raw", "segmented", "raw", "segmented"]
+    section = evaluate_cli.scores_per_corpus(sources, translations, references, corpora)
+    assert list(section["corpora"]) == ["raw", "segmented"]
+    for corpus, own in (("raw", [0, 2]), ("segmented", [1, 3])):
+        refs = [references[i] for i in own]
+        alone = evaluate_cli.score(
+            [sources[i] for i in own],
+            [translations[i] for i in own],
+            refs,
+            segmented=corpus == "segmented",
+        )
+        assert section["corpora"][corpus] == {
+            key: value for key, value in alone.items() if not key.endswith("_signature")
+        }
+    assert section["corpora"]["raw"]["number_fidelity"]["kept"] == 1
+    assert "bleu_segmented" in section["corpora"]["segmented"]
+    assert evaluate_cli.scores_per_corpus(sources, translations, references, ["x"] * 4) == {}
+
+
+def test_evaluate_scores_each_corpus_of_a_mixed_split(
+    checkpoint, corpus_mirror, tmp_path, capsys, monkeypatch
+):
+    """A split with a `corpus` column: the same hypotheses, in the split's order, and the same
+    overall scores as without it, plus a section and a printed line per corpus."""
+    common = [
+        "--checkpoint",
+        str(checkpoint),
+        "--beam",
+        "1",
+        "--limit",
+        "10",
+        "--data",
+        "small_parallel_enja",
+        f"data.mirror={corpus_mirror}",
+        f"paths.raw_dir={tmp_path / 'raw'}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+    ]
+    assert evaluate_cli.main([*common, "--output-dir", str(tmp_path / "one")]) == 0
+    one_corpus = capsys.readouterr().out
+    load_split, loaded = evaluate_cli.load_split, []
+
+    def mixed_split(*args):
+        pairs = load_split(*args)
+        loaded.append(pairs)
+        corpora = ["enja" if i % 3 else "tanaka" for i in range(len(pairs))]
+        return pairs.add_column(CORPUS_COLUMN, corpora)
+
+    monkeypatch.setattr(evaluate_cli, "load_split", mixed_split)
+    assert evaluate_cli.main([*common, "--output-dir", str(tmp_path / "mixed")]) == 0
+    mixed_out = capsys.readouterr().out
+
+    def read(name):
+        hypotheses = (tmp_path / name / "hypotheses.txt").read_text(encoding="utf-8")
+        return hypotheses, json.loads((tmp_path / name / "metrics.json").read_text("utf-8"))
+
+    (one_hyps, one), (mixed_hyps, mixed) = read("one"), read("mixed")
+    assert mixed_hyps == one_hyps
+    assert "corpora" not in one
+    timing = {"seconds", "sentences_per_second"}
+    assert {k: v for k, v in mixed.items() if k not in timing | {"corpora"}} == {
+        k: v for k, v in one.items() if k not in timing
+    }
+    corpora = mixed["corpora"]
+    assert list(corpora) == ["tanaka", "enja"]
+    assert (corpora["tanaka"]["sentences"], corpora["enja"]["sentences"]) == (4, 6)
+    hypotheses = one_hyps.splitlines()
+    references = loaded[0]["tgt"][:10]  # unsegmented: the corpus's detokenize_ja is on
+    tanaka = [0, 3, 6, 9]
+    alone = corpus_scores([hypotheses[i] for i in tanaka], [references[i] for i in tanaka])
+    assert corpora["tanaka"]["bleu"] == pytest.approx(alone.bleu)
+    assert corpora["tanaka"]["chrf"] == pytest.approx(alone.chrf)
+    lines = mixed_out.splitlines()
+    assert [line.split(":")[0] for line in lines if line.startswith("  ")] == ["  tanaka", "  enja"]
+    assert re.search(
+        r"^  enja: 6 sentences, BLEU \d+\.\d\d, chrF \d+\.\d\d, numbers kept ", mixed_out, re.M
+    )
+    assert len(lines) == len(one_corpus.splitlines()) + 2
