@@ -12,6 +12,8 @@ KEY=VALUE. Writes `hypotheses.txt` and `metrics.json` to --output-dir (default: 
 beside the checkpoint; for an ensemble, `eval-<split>-ensemble/`; for an export,
 `eval-<split>-ctranslate2/` beside it) and prints the scores with
 their sacreBLEU signatures; which model was loaded, with its step and dev BLEU, goes to stderr.
+A split of several corpora (a multi-corpus run's) is scored per corpus too: `corpora` in
+metrics.json, one line each in the summary.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from llm_from_scratch.decoding.translator import (
 )
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import ConfigError, check_choice
-from llm_from_scratch.evaluation.corpora import rows_by_corpus
+from llm_from_scratch.evaluation.corpora import rows_by_corpus, spread_rows
 from llm_from_scratch.evaluation.fidelity import (
     LOOP_NGRAM,
     LOOP_TIMES,
@@ -103,7 +105,9 @@ class EvaluateConfig:
     # the export directory and `run` looks in runs/<run>/ctranslate2/.
     engine: str = "torch"
     output_dir: str | None = None  # None: eval-<split>/ beside the checkpoint
-    limit: int | None = None  # score only the first `limit` sentences (quick checks)
+    # Score only the first `limit` sentences (quick checks); of a split of several corpora, the
+    # first of each, evenly.
+    limit: int | None = None
 
     def __post_init__(self) -> None:
         check_choice("split", self.split, SPLITS)
@@ -149,11 +153,12 @@ def evaluate(config: EvaluateConfig) -> int:
     datasets.disable_progress_bars()  # stderr has the translation's own
     fetch_dataset(data, config.paths)
     pairs = load_split(data, config.split, config.paths)
-    if config.limit is not None:
-        pairs = pairs.select(range(min(config.limit, len(pairs))))
+    corpora = corpus_labels(pairs, data.name)
+    if config.limit is not None:  # the first of each corpus, so that a mixed split shows them all
+        chosen = spread_rows(corpora, config.limit)
+        pairs, corpora = pairs.select(chosen), [corpora[index] for index in chosen]
 
     sources, references = list(pairs["src"]), list(pairs["tgt"])
-    corpora = corpus_labels(pairs, data.name)
 
     start = time.perf_counter()
     with tqdm(
@@ -213,7 +218,10 @@ def parse_args(argv: Sequence[str]) -> list[str]:
     add_model_arguments(parser)
     parser.add_argument("--split", choices=SPLITS, help="the split to score (default: test)")
     parser.add_argument(
-        "--limit", type=positive_int, metavar="N", help="score only the first N sentences"
+        "--limit",
+        type=positive_int,
+        metavar="N",
+        help="score only the first N sentences (of a split of several corpora: of each, evenly)",
     )
     parser.add_argument(
         "--output-dir", metavar="DIR", help="where to write hypotheses.txt and metrics.json"

@@ -231,7 +231,8 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
     checkpoint, corpus_mirror, tmp_path, capsys, monkeypatch
 ):
     """A split with a `corpus` column: the same hypotheses, in the split's order, and the same
-    overall scores as without it, plus a section and a printed line per corpus."""
+    overall scores as without it, plus a section and a printed line per corpus; `--limit` takes
+    the first of each corpus."""
     common = [
         "--checkpoint",
         str(checkpoint),
@@ -250,9 +251,9 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
     load_split, loaded = evaluate_cli.load_split, []
 
     def mixed_split(*args):
-        pairs = load_split(*args)
+        pairs = load_split(*args).select(range(10))  # the 10 the other run scores
         loaded.append(pairs)
-        corpora = ["enja" if i % 3 else "tanaka" for i in range(len(pairs))]
+        corpora = ["enja" if i < 6 else "tanaka" for i in range(len(pairs))]
         return pairs.add_column(CORPUS_COLUMN, corpora)
 
     monkeypatch.setattr(evaluate_cli, "load_split", mixed_split)
@@ -271,17 +272,30 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
         k: v for k, v in one.items() if k not in timing
     }
     corpora = mixed["corpora"]
-    assert list(corpora) == ["tanaka", "enja"]
-    assert (corpora["tanaka"]["sentences"], corpora["enja"]["sentences"]) == (4, 6)
+    assert list(corpora) == ["enja", "tanaka"]
+    assert (corpora["enja"]["sentences"], corpora["tanaka"]["sentences"]) == (6, 4)
     hypotheses = one_hyps.splitlines()
     references = loaded[0]["tgt"][:10]  # unsegmented: the corpus's detokenize_ja is on
-    tanaka = [0, 3, 6, 9]
+    tanaka = [6, 7, 8, 9]
     alone = corpus_scores([hypotheses[i] for i in tanaka], [references[i] for i in tanaka])
     assert corpora["tanaka"]["bleu"] == pytest.approx(alone.bleu)
     assert corpora["tanaka"]["chrf"] == pytest.approx(alone.chrf)
     lines = mixed_out.splitlines()
-    assert [line.split(":")[0] for line in lines if line.startswith("  ")] == ["  tanaka", "  enja"]
+    assert [line.split(":")[0] for line in lines if line.startswith("  ")] == ["  enja", "  tanaka"]
     assert re.search(
         r"^  enja: 6 sentences, BLEU \d+\.\d\d, chrF \d+\.\d\d, numbers kept ", mixed_out, re.M
     )
     assert len(lines) == len(one_corpus.splitlines()) + 2
+
+    assert (
+        evaluate_cli.main(
+            [*common[:4], "--limit", "4", *common[6:], "--output-dir", str(tmp_path / "limited")]
+        )
+        == 0
+    )
+    limited = read("limited")[1]
+    assert limited["sentences"] == 4  # enja's rows 0 and 1, tanaka's 6 and 7
+    assert {corpus: scores["sentences"] for corpus, scores in limited["corpora"].items()} == {
+        "enja": 2,
+        "tanaka": 2,
+    }
