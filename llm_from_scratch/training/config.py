@@ -97,7 +97,9 @@ class TrainingConfig:
     keep_snapshots: int = 5  # weight-only snapshots kept (one per save_every); ≥ 2: averaged.pt
     patience: int | None = None  # evaluations without a dev-BLEU improvement before stopping
     log_every: int = 50
-    dev_bleu_sentences: int = 500  # dev pairs decoded (greedy) for BLEU at each evaluation
+    # Dev pairs decoded (greedy) for BLEU at each evaluation: the first ones, or, where dev mixes
+    # several corpora, an even share of each corpus's first ones.
+    dev_bleu_sentences: int = 500
     max_nonfinite: int = 20  # consecutive skipped updates (non-finite loss or gradient) tolerated
     # last: continue from last.pt. snapshot: where last.pt is gone, from the newest snapshot (its
     # weights and position; the optimizer's moments start afresh).
