@@ -46,6 +46,9 @@ from llm_from_scratch.tokenizer.special_tokens import BOS, PAD
 
 ENGINES = ("torch", "ctranslate2")
 NO_PENALTY = 1e-9
+# Sources per batch when batches run side by side on single-threaded workers: enough to amortize
+# a step's overhead, few enough that every worker gets batches.
+WORKER_BATCH = 64
 
 
 class CTranslate2Model:
@@ -75,13 +78,15 @@ class CTranslate2Model:
             )
         if self.device == "auto":
             self.device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+        self.threads = threads or torch.get_num_threads()
         self.translator = ctranslate2.Translator(
             str(directory),
             device=self.device,
             device_index=int(index or 0),
             compute_type=compute_type,
-            intra_threads=threads or torch.get_num_threads(),
+            intra_threads=self.threads,
         )
+        self._per_core_translator: Any = None
         self.compute_type = compute_type
         self.src_tokens = vocabulary(self.src_tok)
         self.tgt_tokens = vocabulary(self.tgt_tok)
@@ -123,10 +128,13 @@ class CTranslate2Model:
         limit: int,
     ) -> list[list[Hypothesis]]:
         """One `translate_batch` call: every finished hypothesis of each source, best first."""
-        outputs = self.translator.translate_batch(
+        translator, batching = self.translator, {"max_batch_size": cfg.batch_tokens}
+        if self._one_worker_per_core(cfg, len(positions)):
+            translator, batching = self.per_core_translator(), {"max_batch_size": WORKER_BATCH}
+        outputs = translator.translate_batch(
             [self._source(pieces[i]) for i in positions],
-            max_batch_size=cfg.batch_tokens,
-            batch_type="tokens",
+            batch_type="tokens" if translator is self.translator else "examples",
+            **batching,
             beam_size=cfg.beam_size,
             num_hypotheses=cfg.beam_size,
             length_penalty=_length_penalty(cfg, len(pieces[positions[0]])),
@@ -145,6 +153,33 @@ class CTranslate2Model:
             ]
             for output in outputs
         ]
+
+    def _one_worker_per_core(self, cfg: DecodingConfig, sources: int) -> bool:
+        """Whether a search runs as small batches on one single-threaded worker per core.
+
+        An int8 greedy step is too little work to keep several threads busy, so its batches
+        gain more from running side by side, one per core. A beam search or a float model's
+        step is enough work to share, and one worker with every thread stays ahead there.
+        """
+        return (
+            self.device == "cpu"
+            and self.threads > 1
+            and cfg.beam_size == 1
+            and sources > WORKER_BATCH
+            and self.translator.compute_type.startswith("int8")
+        )
+
+    def per_core_translator(self) -> Any:
+        """The model again, as one single-threaded worker per core (built on first use)."""
+        if self._per_core_translator is None:
+            self._per_core_translator = import_ctranslate2().Translator(
+                str(self.directory),
+                device="cpu",
+                compute_type=self.translator.compute_type,
+                inter_threads=self.threads,
+                intra_threads=1,
+            )
+        return self._per_core_translator
 
     def cross_attention(self, src_ids: Sequence[int], tgt_out: Sequence[int]) -> list[list[float]]:
         """(len(tgt_out), len(src_ids)): the last decoder layer's cross-attention, heads

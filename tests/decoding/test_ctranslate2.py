@@ -19,6 +19,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from llm_from_scratch.checkpoint import inference_state, save_checkpoint
+from llm_from_scratch.decoding import ctranslate2_engine
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translator
@@ -184,6 +185,23 @@ def test_int8_translates_nearly_as_fp32(checkpoint: Path, exported: Path, pieces
     int8_out = Translator.from_export(int8, device="cpu").model.decode_pieces(pieces, cfg)
     same = sum(a[0].tokens == b[0].tokens for a, b in zip(fp32_out, int8_out, strict=True))
     assert same >= 0.8 * len(pieces)
+
+
+def test_int8_greedy_on_one_worker_per_core_is_the_same_search(
+    checkpoint: Path, pieces, tmp_path, monkeypatch
+):
+    int8 = export_checkpoint(checkpoint, tmp_path / "int8", quantization="int8").directory
+    engine = Translator.from_export(int8, device="cpu").model
+    monkeypatch.setattr(engine, "threads", 2)
+    monkeypatch.setattr(ctranslate2_engine, "WORKER_BATCH", 8)  # several batches of 60 sources
+    cfg = DecodingConfig(beam_size=1, precision="fp32")
+    assert engine._one_worker_per_core(cfg, len(pieces))
+    per_core = engine.decode_pieces(pieces, cfg)
+    monkeypatch.setattr(engine, "_one_worker_per_core", lambda cfg, sources: False)
+    one_worker = engine.decode_pieces(pieces, cfg)
+    assert engine._per_core_translator is not None  # the first search ran on the workers
+    assert [n[0].tokens for n in per_core] == [n[0].tokens for n in one_worker]
+    assert not engine._one_worker_per_core(DecodingConfig(beam_size=4), len(pieces))
 
 
 def test_the_heatmap_is_the_torch_models_last_layer(exported: Path, model, tokenizer):
