@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from llm_from_scratch.decoding.translator import Translator
+from llm_from_scratch.training import validation
 from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import Validator
+from tests.decoding.builders import answering
 
 from .test_trainer import fp32
 
@@ -24,7 +28,7 @@ def test_validation_greedy_equals_the_translator_with_beam_size_one(copy_task, t
     assert list(dev["src_ids"]) == [data.src_tok.encode(text) for text in dev["src"]]
 
     hypotheses = Validator(trainer.model, data, trainer.precision, trainer.config).translate(
-        dev["src_ids"]
+        dev["src_ids"], dev["src"]
     )
     # At the precision validation decoded at (training's), not the translator's own choice, and
     # like validation without the no-repeat constraint.
@@ -41,3 +45,16 @@ def test_validation_greedy_equals_the_translator_with_beam_size_one(copy_task, t
     # Outputs of several lengths, some ending at EOS: not every one runs to the length limit.
     assert len({len(t.candidates[0].tokens) for t in translations}) > 1
     assert not all(t.candidates[0].hit_max_len for t in translations)
+
+
+@pytest.mark.parametrize("repair", [True, False])
+def test_validation_repairs_numbers_as_the_translator_does(
+    copy_task, tmp_path, monkeypatch, repair
+):
+    config, data, _ = copy_task
+    decoding = dataclasses.replace(config.decoding, repair_numbers=repair)
+    trainer = Trainer(fp32(dataclasses.replace(config, decoding=decoding), tmp_path), data)
+    monkeypatch.setattr(validation, "decode_pieces", answering(data.tgt_tok, "1959年。"))
+    validator = Validator(trainer.model, data, trainer.precision, trainer.config)
+    hypotheses = validator.translate([[5], [6]], ["in 1995", "no number"])
+    assert hypotheses == ["1995年。" if repair else "1959年。", "1959年。"]
