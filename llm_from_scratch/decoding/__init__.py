@@ -1,10 +1,11 @@
 """The decoding stage: batched greedy and beam search with a KV cache, ensembles, translation.
 
-config.py      DecodingConfig, the `decoding` config group
-common.py      Hypothesis, the SearchModel protocol, shared search helpers
-greedy.py      greedy_search
-beam.py        beam_search (GNMT length penalty, n-best)
-batched.py     decode_pieces: length-sorted token-budget batches (translation and validation)
-ensemble.py    Ensemble: several checkpoints decoding as one model
-translator.py  Translator: text in, text out (cleaning, sentences and lines, long-input splitting)
+config.py         DecodingConfig, the `decoding` config group
+common.py         Hypothesis, the SearchModel protocol, shared search helpers
+greedy.py         greedy_search
+beam.py           beam_search (GNMT length penalty, n-best)
+batched.py        decode_pieces: length-sorted token-budget batches (translation and validation)
+ensemble.py       Ensemble: several checkpoints decoding as one model
+translator.py     Translator: text in, text out (cleaning, sentences and lines, long input)
+number_repair.py  repair_numbers: a translation's changed numbers set back to its source's
 """

@@ -17,6 +17,9 @@ class DecodingConfig:
     max_len_b: int = 10
     # Ban a token that would repeat an n-gram of the output's tokens: no loops. 0 disables.
     no_repeat_ngram_size: int = 3
+    # Set a translation's numbers back to its source's where the model changed them
+    # (number_repair.py); the text changes, not the tokens. Translator and validation.
+    repair_numbers: bool = True
     batch_tokens: int = 8000  # bound on padded source tokens x beam_size per decoding batch
     # Of `Translator` (translate, evaluate); validation decodes at training.precision. auto: bf16
     # autocast where training's `auto` would pick it (a GPU, a CPU whose bf16 matrix products are

@@ -8,7 +8,9 @@ soon as its group of lines is done.
 The model is trained on single sentences, so each line of a text is split into sentences
 (`data/sentences.py`); the sentences of all texts are decoded together, in token-budget batches,
 and each line's translations are joined again (without spaces in Japanese), the text's line
-breaks kept: no sentence is dropped. A sentence the model cannot take in one piece (longer than
+breaks kept: no sentence is dropped. Each sentence's translation gets back the numbers of its
+source that the model changed (`number_repair.py`, `decoding.repair_numbers`), whichever engine
+decoded it. A sentence the model cannot take in one piece (longer than
 its positional table, or than the output limit a * src_len + b allows) is split further, at
 clauses, then words, then characters, translated piece by piece and rejoined: never cut.
 Characters outside the vocabulary encode as bytes, so any text that is valid Unicode can be
@@ -41,6 +43,7 @@ from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
 from llm_from_scratch.decoding.ensemble import Ensemble
+from llm_from_scratch.decoding.number_repair import repair_numbers
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
@@ -73,8 +76,8 @@ class SourceSentence:
 
 @dataclass
 class SentenceTranslation:
-    text: str  # its pieces' translations, joined
-    tokens: list[int]  # target ids of its pieces, concatenated
+    text: str  # its pieces' translations, joined, numbers repaired (decoding.repair_numbers)
+    tokens: list[int]  # target ids of its pieces, concatenated (as decoded: before the repair)
     hit_max_len: bool  # some piece stopped at its length limit instead of at EOS
 
 
@@ -347,7 +350,10 @@ class Translator:
         candidates = []
         for rank in range(ranks):
             hyps = [[nbest[rank] for nbest in nbests] for nbests in per_sentence]
-            translated = [self._sentence(sentence_hyps) for sentence_hyps in hyps]
+            translated = [
+                self._sentence(source, sentence_hyps)
+                for source, sentence_hyps in zip(sentences, hyps, strict=True)
+            ]
             lines: list[list[str]] = [[] for _ in _lines(text)]
             for source, translation in zip(sentences, translated, strict=True):
                 lines[source.line].append(translation.text)
@@ -360,10 +366,12 @@ class Translator:
             )
         return candidates
 
-    def _sentence(self, hyps: list[Hypothesis]) -> SentenceTranslation:
-        """A sentence's translation from the hypotheses of its pieces."""
+    def _sentence(self, source: SourceSentence, hyps: list[Hypothesis]) -> SentenceTranslation:
+        """A sentence's translation from the hypotheses of its pieces, its numbers repaired
+        (`decoding.repair_numbers`)."""
+        text = self.joiner.join(_one_line(self.tgt_tok.decode(h.tokens)) for h in hyps)
         return SentenceTranslation(
-            text=self.joiner.join(_one_line(self.tgt_tok.decode(h.tokens)) for h in hyps),
+            text=repair_numbers(source.text, text) if self.decode.repair_numbers else text,
             tokens=[token for h in hyps for token in h.tokens],
             hit_max_len=any(h.hit_max_len for h in hyps),
         )

@@ -3,5 +3,7 @@
 metrics.py  BLEU (ja-mecab), chrF, character BLEU, with their signatures
 report.py   metrics.json, hypotheses.txt, BLEU by source length
 corpora.py  splits of several corpora: an even spread of their rows, scores per corpus
+numbers.py  the numbers a text writes in digits (fidelity's and the number repair's notion)
+fidelity.py number fidelity and the loop count
 curves.py   learning curves from TensorBoard logs
 """

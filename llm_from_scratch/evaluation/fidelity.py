@@ -1,8 +1,8 @@
 """What a translation must carry over whatever its wording: the source's numbers, and no loops.
 
 Number fidelity is the share of the numbers written in digits in the sources (years, prices,
-times, counts, decimals) that the outputs hold in digits too, ASCII or full-width. Both sides are
-NFKC-normalized (full-width ０-９ and ，． become ASCII) and thousands separators dropped, so
+times, counts, decimals) that the outputs hold in digits too, ASCII or full-width: numbers as
+`numbers.py` finds and compares them (the same notion as decoding's number repair), so
 `1,200`, `1200` and `１，２００` are one number. A number counts once per occurrence: a source
 with two 3s needs two in its output. Numbers written in kanji (三時, 千二百円) or with kanji
 units (12万円 for 120,000) do not count: the metric is strict, and the references of
@@ -15,8 +15,6 @@ count does not depend on the model's vocabulary.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -24,23 +22,10 @@ from dataclasses import dataclass
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from llm_from_scratch.evaluation.metrics import japanese_bleu
+from llm_from_scratch.evaluation.numbers import numbers
 
-# Digits with optional thousands groups, then an optional decimal part. A comma not followed by
-# exactly three digits ("In 1995, 20 people") or a period ending a sentence is not part of it.
-_NUMBER = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?")
 LOOP_NGRAM = 4
 LOOP_TIMES = 3
-
-
-def numbers(text: str) -> list[str]:
-    """The numbers written in digits in `text`, in order, in one canonical form: ASCII, without
-    thousands separators or leading zeros (`05` in 3:05 is 3時5分's `5`); a decimal keeps its
-    fractional digits (`3.50` stays `3.50`)."""
-    normalized = unicodedata.normalize("NFKC", text)
-    return [
-        (whole.replace(",", "").lstrip("0") or "0") + (f".{fraction}" if fraction else "")
-        for whole, fraction in _NUMBER.findall(normalized)
-    ]
 
 
 @dataclass

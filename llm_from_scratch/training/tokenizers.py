@@ -23,6 +23,7 @@ from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS
 from llm_from_scratch.tokenizer.sampling import sample_indices, sentence_keys
 
 logger = logging.getLogger(__name__)
@@ -59,12 +60,15 @@ def _stream(train: datasets.Dataset, side: str) -> Iterator[str]:
 
 
 def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
-    """Everything a trained tokenizer depends on: the whole tokenizer config and the settings
-    that say which texts the train split holds (`data.corpus`)."""
+    """Everything a trained tokenizer depends on: the whole tokenizer config, the pre-tokenizer
+    pattern it is trained with (its name's latest version: a new version must not pick up a file
+    trained with an older one) and the settings that say which texts the train split holds
+    (`data.corpus`)."""
     return {
         "dataset": data_cfg.name,
         "corpus": asdict(data_cfg.corpus),
         "tokenizer": asdict(tok_cfg),
+        "pattern": PRETOKENIZERS[tok_cfg.pretokenizer],
     }
 
 

@@ -17,6 +17,7 @@ import torch
 from llm_from_scratch.data.corpus import corpus_labels
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.decoding.batched import decode_pieces
+from llm_from_scratch.decoding.number_repair import repair_numbers
 from llm_from_scratch.evaluation.corpora import scores_by_corpus, spread_rows
 from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
@@ -71,7 +72,7 @@ class Validator:
                 logits = self.model(batch.src, batch.src_mask, batch.tgt_in)
             loss += summed_cross_entropy(logits, batch.tgt_out, self.data.tgt_tok.pad_id).item()
             tokens += batch.tgt_tokens
-        hypotheses = self.translate(self.bleu_subset["src_ids"])
+        hypotheses = self.translate(self.bleu_subset["src_ids"], self.bleu_subset["src"])
         references = self.bleu_subset["tgt"]
         scores = corpus_scores(hypotheses, references)
         metrics = {
@@ -95,7 +96,7 @@ class Validator:
         if len(test) == 0:
             return None
         self.model.eval()
-        hypotheses, references = self.translate(test["src_ids"]), test["tgt"]
+        hypotheses, references = self.translate(test["src_ids"], test["src"]), test["tgt"]
         self.model.train()
         scores = corpus_scores(hypotheses, references)
         corpora = corpus_labels(test, self.data.cfg.name)
@@ -137,13 +138,18 @@ class Validator:
         self._attention_images()
         self.model.train()
 
-    def translate(self, src_ids: list[list[int]]) -> list[str]:
-        """Greedy translations of tokenized sources, in their order."""
+    def translate(self, src_ids: list[list[int]], sources: list[str]) -> list[str]:
+        """Greedy translations of tokenized sources (`sources`: their texts), in their order,
+        numbers repaired as the translator repairs them (`decoding.repair_numbers`), so that dev
+        and test scores are those of the outputs a user gets."""
         with self.precision.autocast():
             nbests = decode_pieces(
                 self.model, src_ids, self.data.src_tok, self.data.tgt_tok, self.greedy
             )
-        return [self.data.tgt_tok.decode(nbest[0].tokens) for nbest in nbests]
+        texts = [self.data.tgt_tok.decode(nbest[0].tokens) for nbest in nbests]
+        if not self.greedy.repair_numbers:
+            return texts
+        return [repair_numbers(source, text) for source, text in zip(sources, texts, strict=True)]
 
     def _examples_table(self, hypotheses: list[str]) -> str:
         """A few translations, from each corpus when dev mixes several."""

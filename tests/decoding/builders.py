@@ -9,6 +9,7 @@ is what batching, early stopping and beam bookkeeping need to be exercised.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from hydra import compose, initialize_config_dir
 from torch.nn.utils.rnn import pad_sequence
 
 from llm_from_scratch.checkpoint import inference_state, load_checkpoint, save_checkpoint
+from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.programs.train import TrainConfig
@@ -112,6 +114,17 @@ def save_run_checkpoint(
         state["averaged_from"] = [f"snapshots/step-{n}.pt" for n in range(averaged)]
     save_checkpoint(path, state)
     return path
+
+
+def answering(tok: BPETokenizer, text: str) -> Callable[..., list[list[Hypothesis]]]:
+    """A stand-in for either engine's `decode_pieces` whose every output is `text`: what the
+    Translator does with a given output, whatever the model."""
+
+    def decode(*args: Any) -> list[list[Hypothesis]]:
+        pieces = next(arg for arg in args if isinstance(arg, list))  # after torch's model
+        return [[Hypothesis(tok.encode(text), 0.0, hit_max_len=False)] for _ in pieces]
+
+    return decode
 
 
 def misfit_weights(

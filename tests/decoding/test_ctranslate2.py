@@ -43,6 +43,7 @@ from llm_from_scratch.training.attention_figure import teacher_forced_attention
 from tests.decoding.builders import (
     CONFIG_DIR,
     TINY,
+    answering,
     random_sources,
     tiny_tokenizer,
 )
@@ -153,6 +154,16 @@ def test_translator_from_export_translates_alone(exported: Path, checkpoint: Pat
     translator = Translator.from_export(moved, device="cpu")
     assert len(translator.sentences(texts[2])[0].pieces) > 1
     assert [t.text for t in translator.translate(texts)] == torch_texts
+
+
+@pytest.mark.parametrize("repair", [True, False])
+def test_the_engines_translations_get_their_numbers_repaired_too(
+    exported: Path, tokenizer: BPETokenizer, monkeypatch, repair: bool
+):
+    translator = Translator.from_export(exported, device="cpu", repair_numbers=repair)
+    monkeypatch.setattr(translator.model, "decode_pieces", answering(tokenizer, "1959年。"))
+    expected = "1995年。" if repair else "1959年。"
+    assert translator.translate(["I was born in 1995."])[0].text == expected
 
 
 def test_the_manifest_names_the_run_and_the_tokenizers(exported: Path, tokenizer: BPETokenizer):

@@ -15,6 +15,7 @@ from llm_from_scratch.decoding.batched import decode_pieces, length_batches
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import InputError, Translator
 from llm_from_scratch.errors import ConfigError
+from tests.decoding.builders import answering
 
 GREEDY = DecodingConfig(beam_size=1, length_penalty=0.0, max_len_a=1.0, max_len_b=5)
 
@@ -216,3 +217,20 @@ def test_decoding_autocasts_to_the_precision_chosen(
 def test_fp16_decoding_on_a_cpu_is_a_config_error(copy_model, tokenizer):
     with pytest.raises(ConfigError, match=r"decoding\.precision=fp16 needs a GPU"):
         Translator(copy_model, tokenizer, tokenizer, dataclasses.replace(GREEDY, precision="fp16"))
+
+
+@pytest.mark.parametrize("repair", [True, False])
+def test_each_sentence_gets_its_own_numbers_back_unless_switched_off(
+    copy_model, tokenizer, monkeypatch, repair
+):
+    monkeypatch.setattr(translator_module, "decode_pieces", answering(tokenizer, "1959年に3人。"))
+    decode = dataclasses.replace(GREEDY, repair_numbers=repair)
+    translator = Translator(copy_model, tokenizer, tokenizer, decode)
+    text = "We met in 1995, the 4 of us. I was 20 in 2015. I was 20.\nNo numbers here."
+    [translation] = translator.translate([text])
+    if repair:
+        # The third sentence has one number for the output's two: left as it is.
+        assert translation.text == "1995年に4人。20年に2015人。1959年に3人。\n1959年に3人。"
+    else:  # the decoded text as it is
+        assert translation.text == "1959年に3人。" * 3 + "\n1959年に3人。"
+    assert translation.candidates[0].tokens == tokenizer.encode("1959年に3人。") * 4

@@ -4,31 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_from_scratch.evaluation.fidelity import (
-    has_loop,
-    looping_outputs,
-    number_fidelity,
-    numbers,
-)
-
-
-@pytest.mark.parametrize(
-    "text,expected",
-    [
-        ("I was born in 1995.", ["1995"]),  # the sentence's period is not a decimal point
-        ("This book costs 1,200 yen.", ["1200"]),
-        ("この本は１，２００円です。", ["1200"]),  # full-width digits and separator
-        ("It weighs 3.5 kg, not 12.", ["3.5", "12"]),
-        ("In 1995, 20 people came.", ["1995", "20"]),  # a comma and a space: two numbers
-        ("We meet at 3:05 p.m. on 2024-05-01.", ["3", "5", "2024", "5", "1"]),
-        ("午後3時5分", ["3", "5"]),
-        ("1,234,567.89 and 1,2,3", ["1234567.89", "1", "2", "3"]),
-        ("三時に千二百円", []),  # kanji numerals are not counted
-        ("no numbers here", []),
-    ],
-)
-def test_numbers_are_found_in_one_canonical_form(text, expected):
-    assert numbers(text) == expected
+from llm_from_scratch.evaluation.fidelity import has_loop, looping_outputs, number_fidelity
 
 
 def test_number_fidelity_counts_each_occurrence():

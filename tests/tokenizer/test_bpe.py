@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections import Counter
 from functools import cache
@@ -15,6 +16,7 @@ from llm_from_scratch.tokenizer import bpe as bpe_module
 from llm_from_scratch.tokenizer.bpe import NUM_BYTES, BPETokenizer
 from llm_from_scratch.tokenizer.bpe_training import learn_merges
 from llm_from_scratch.tokenizer.file_format import TokenizerError
+from llm_from_scratch.tokenizer.pretokenize import SHIPPED_PATTERNS
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD
 from tests.tokenizer.reference_bpe import naive_encode, naive_merges
 
@@ -195,3 +197,38 @@ def test_training_is_deterministic() -> None:
 def test_encode_batch_is_encode_per_text() -> None:
     tok = sample_tokenizer("nfkc")
     assert tok.encode_batch(SAMPLE[:4]) == [tok.encode(text) for text in SAMPLE[:4]]
+
+
+NUMBERS = [
+    f"It cost {n * 37:,} yen in {1990 + n % 30}. それは{n * 37}円で、１９９５年の{n}番だった。"
+    for n in range(1, 400)
+]
+
+
+def test_digits_are_never_merged_however_often_numbers_repeat() -> None:
+    tok = BPETokenizer.train(NUMBERS, 600, normalization="none")
+    with_digits = [
+        tok.token_text(i)
+        for i in range(len(tok.special_tokens), tok.vocab_size)
+        if not tok.is_byte_token(i) and any(char.isdigit() for char in tok.token_text(i))
+    ]
+    assert sorted(with_digits) == sorted(set("0123456789１９５"))  # each digit alone
+    assert len(tok.merges) >= 10  # it did learn merges, of everything else
+    for text in ("I was born in 1995.", "この本は１，２００円です。", "3.14 and 1,000,000"):
+        assert tok.decode(tok.encode(text)) == text
+    assert [tok.token_text(i) for i in tok.encode(" 2024年")][:5] == [" ", "2", "0", "2", "4"]
+
+
+@pytest.mark.parametrize(
+    ("version", "pieces"), [(1, [" ", "19", "9", "5"]), (2, [" ", "1", "9", "9", "5"])]
+)
+def test_a_file_keeps_encoding_numbers_with_its_own_pattern(version: int, pieces: list) -> None:
+    """A file trained before digits became pieces of their own keeps its digit merges."""
+    tok = BPETokenizer.train(NUMBERS, 600, normalization="none")
+    one, nine = (tok.encode(digit)[0] for digit in "19")
+    data = json.loads(tok.to_json())
+    data["merges"].append([one, nine])
+    data["pretokenizer"]["pattern"] = SHIPPED_PATTERNS["okurigana", version]
+    loaded = BPETokenizer.from_json(json.dumps(data))
+    assert [loaded.token_text(i) for i in loaded.encode(" in 1995")][1:] == pieces
+    assert loaded.decode(loaded.encode(" in 1995")) == " in 1995"

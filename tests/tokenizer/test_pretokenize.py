@@ -19,28 +19,43 @@ from llm_from_scratch.tokenizer.pretokenize import (
 ANY_STR = st.text(st.characters(blacklist_categories=()))  # surrogates and controls too
 
 
-@pytest.mark.parametrize("name", sorted(PRETOKENIZERS))
+@pytest.mark.parametrize("key", sorted(SHIPPED_PATTERNS))
 @given(text=ANY_STR)
-def test_pieces_join_back_to_the_text(name: str, text: str) -> None:
-    assert "".join(re.findall(PRETOKENIZERS[name], text)) == text
+def test_pieces_join_back_to_the_text(key: tuple[str, int], text: str) -> None:
+    assert "".join(re.findall(SHIPPED_PATTERNS[key], text)) == text
 
 
 @pytest.mark.parametrize(
-    ("name", "text", "pieces"),
+    ("key", "text", "pieces"),
     [
-        ("script", "私はテニス部員です。", ["私", "は", "テニス", "部員", "です", "。"]),
-        ("okurigana", "私はテニス部員です。", ["私は", "テニス", "部員です", "。"]),
-        ("okurigana", "東京タワーへ行きました", ["東京", "タワー", "へ", "行きました"]),
-        ("okurigana", "2024年にCDを", ["2024", "年に", "CD", "を"]),
+        (("script", 1), "私はテニス部員です。", ["私", "は", "テニス", "部員", "です", "。"]),
+        (("okurigana", 1), "私はテニス部員です。", ["私は", "テニス", "部員です", "。"]),
+        (("okurigana", 1), "東京タワーへ行きました", ["東京", "タワー", "へ", "行きました"]),
+        (("okurigana", 1), "2024年にCDを", ["2024", "年に", "CD", "を"]),
         (
-            "okurigana",
+            ("okurigana", 1),
             "Hello,  world! I don't\tknow 42.",
             ["Hello", ",", " ", " world", "!", " I", " don", "'t", "\t", "know", " 42", "."],
         ),
+        # Version 2: the same, but every digit is a piece, a space before it one too.
+        (("script", 2), "私はテニス部員です。", ["私", "は", "テニス", "部員", "です", "。"]),
+        (("okurigana", 2), "私はテニス部員です。", ["私は", "テニス", "部員です", "。"]),
+        (("okurigana", 2), "2024年にCDを", ["2", "0", "2", "4", "年に", "CD", "を"]),
+        (("script", 2), "１，２００円", ["１", "，", "２", "０", "０", "円"]),
+        (
+            ("okurigana", 2),
+            "I don't\tknow 42.",
+            ["I", " don", "'t", "\t", "know", " ", "4", "2", "."],
+        ),
+        (
+            ("okurigana", 2),
+            "It costs 1,200.50 yen",
+            ["It", " costs", " ", "1", ",", "2", "0", "0", ".", "5", "0", " yen"],
+        ),
     ],
 )
-def test_golden_pieces(name: str, text: str, pieces: list[str]) -> None:
-    assert re.findall(PRETOKENIZERS[name], text) == pieces
+def test_golden_pieces(key: tuple[str, int], text: str, pieces: list[str]) -> None:
+    assert re.findall(SHIPPED_PATTERNS[key], text) == pieces
 
 
 def test_nfkc_folds_full_width_forms_and_none_keeps_them() -> None:
@@ -53,6 +68,8 @@ def test_nfkc_folds_full_width_forms_and_none_keeps_them() -> None:
 SHIPPED_DIGESTS = {
     ("script", 1): "5ea4936122a93e15a77813351fbf7c8cea6fdeb896cb76d0e10735ced7fa99f4",
     ("okurigana", 1): "71f8b062be16253734cec7b3b9179dfa4920e2741e2e47c19b61bf6223fe7d67",
+    ("script", 2): "2212ca8f4deab3a2380ee73bc74d23c792c4af44a0f9c2378419e5d4c7a20076",
+    ("okurigana", 2): "45c2a569b898fa2defd9120e7d26ac44910917827845a88f0ac6051b472edc48",
 }
 
 

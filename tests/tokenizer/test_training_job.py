@@ -18,6 +18,8 @@ from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.train_tokenizer import TokenizerJobConfig, compression_stats, run
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.tokenizer.pretokenize import SHIPPED_PATTERNS
+from llm_from_scratch.training import tokenizers
 from llm_from_scratch.training.tokenizers import (
     load_or_train_tokenizers,
     read_train_texts,
@@ -137,6 +139,14 @@ def test_every_tokenizer_and_corpus_field_changes_the_tokenizer_paths(section, n
 @pytest.mark.parametrize(("section", "name"), fields_of("cleaning", "loading"))
 def test_no_cleaning_or_loading_field_changes_the_tokenizer_paths(section, name) -> None:
     assert changed_paths(section, name) == tokenizer_paths(DATA, TokenizerConfig(), PATHS)
+
+
+def test_a_new_pattern_version_changes_the_tokenizer_paths(monkeypatch) -> None:
+    before = tokenizer_paths(DATA, TokenizerConfig(), PATHS)
+    patterns = {**tokenizers.PRETOKENIZERS, "okurigana": SHIPPED_PATTERNS["okurigana", 1]}
+    monkeypatch.setattr(tokenizers, "PRETOKENIZERS", patterns)
+    after = tokenizer_paths(DATA, TokenizerConfig(), PATHS)
+    assert before[0] != after[0] and before[1] != after[1]
 
 
 def test_dataset_name_changes_the_tokenizer_paths_and_extra_train_does_not() -> None:

@@ -15,6 +15,7 @@ from llm_from_scratch.training import validation as validation_module
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import Validator
+from tests.decoding.builders import answering
 
 from .test_trainer import fp32
 
@@ -32,7 +33,7 @@ def test_validation_greedy_equals_the_translator_with_beam_size_one(copy_task, t
     assert list(dev["src_ids"]) == [data.src_tok.encode(text) for text in dev["src"]]
 
     hypotheses = Validator(trainer.model, data, trainer.precision, trainer.config).translate(
-        dev["src_ids"]
+        dev["src_ids"], dev["src"]
     )
     # At the precision validation decoded at (training's), not the translator's own choice, and
     # like validation without the no-repeat constraint.
@@ -116,7 +117,7 @@ def test_dev_and_test_scores_per_corpus_equal_each_corpus_scored_alone(
     validator = untrained_validator(config, data, tmp_path, sentences=30)
     translated = {}
 
-    def translate(src_ids):
+    def translate(src_ids, sources):
         split = "test" if len(src_ids) == len(data.splits["test"]) else "dev"
         rows = data.splits["test"] if split == "test" else validator.bleu_subset
         translated[split] = imperfect(rows["tgt"], rows[CORPUS_COLUMN])
@@ -180,3 +181,14 @@ def test_one_corpus_validates_as_before(copy_task, tmp_path, column):
     }
     table = validator._examples_table(["x"] * 30).splitlines()
     assert table[0] == "| source | reference | hypothesis |" and len(table) == 7
+@pytest.mark.parametrize("repair", [True, False])
+def test_validation_repairs_numbers_as_the_translator_does(
+    copy_task, tmp_path, monkeypatch, repair
+):
+    config, data, _ = copy_task
+    decoding = dataclasses.replace(config.decoding, repair_numbers=repair)
+    trainer = Trainer(fp32(dataclasses.replace(config, decoding=decoding), tmp_path), data)
+    monkeypatch.setattr(validation, "decode_pieces", answering(data.tgt_tok, "1959年。"))
+    validator = Validator(trainer.model, data, trainer.precision, trainer.config)
+    hypotheses = validator.translate([[5], [6]], ["in 1995", "no number"])
+    assert hypotheses == ["1995年。" if repair else "1959年。", "1959年。"]

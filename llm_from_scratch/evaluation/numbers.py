@@ -1,0 +1,61 @@
+"""The numbers a text writes in digits: where they are, and one canonical form to compare them.
+
+The one notion of a number for the metric (`fidelity.py`: does an output keep its source's
+numbers?) and for the repair (`decoding/number_repair.py`: put back those it lost). A number is
+digits with optional thousands groups and an optional decimal part, in ASCII or full-width form:
+`1,200`, `1200` and `１，２００` are one number. Text is read NFKC-normalized (full-width ０-９
+and ，． become ASCII), character by character so that each number keeps its place in the text
+as given. Numbers written in kanji (三時, 千二百円) are not numbers here.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# Digits with optional thousands groups, then an optional decimal part. A comma not followed by
+# exactly three digits ("In 1995, 20 people") or a period ending a sentence is not part of it.
+_NUMBER = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?")
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number as a text writes it."""
+
+    start: int  # where it is in the text as given: text[start:end]
+    end: int
+    value: str  # canonical: ASCII, no thousands separators or leading zeros (`05` is `5`)
+    grouped: bool  # written with thousands separators
+
+
+def find_numbers(text: str) -> list[Number]:
+    """The numbers written in digits in `text`, in order."""
+    normalized, origins = _normalized_with_origins(text)
+    found = []
+    for match in _NUMBER.finditer(normalized):
+        whole, fraction = match.groups()
+        value = (whole.replace(",", "").lstrip("0") or "0") + (f".{fraction}" if fraction else "")
+        start, end = origins[match.start()], origins[match.end() - 1] + 1
+        found.append(Number(start, end, value, grouped="," in whole))
+    return found
+
+
+def numbers(text: str) -> list[str]:
+    """The canonical values of `text`'s numbers, in order (a decimal keeps its fractional digits:
+    `3.50` stays `3.50`)."""
+    return [number.value for number in find_numbers(text)]
+
+
+def _normalized_with_origins(text: str) -> tuple[str, list[int]]:
+    """`text` NFKC-normalized one character at a time, and for each character of the result the
+    position of the character of `text` it comes from. (Whole-text NFKC would also compose
+    letters with combining marks, which moves positions and never touches a digit.)"""
+    if unicodedata.is_normalized("NFKC", text):
+        return text, list(range(len(text)))
+    pieces, origins = [], []
+    for position, char in enumerate(text):
+        piece = unicodedata.normalize("NFKC", char)
+        pieces.append(piece)
+        origins += [position] * len(piece)
+    return "".join(pieces), origins
