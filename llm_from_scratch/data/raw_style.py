@@ -19,7 +19,8 @@ _WORD = re.compile(r"[^\W\d_]+")
 # Punctuation that the tokenized text sets apart but raw text attaches to the word before it.
 _ATTACH_LEFT = frozenset({".", ",", "!", "?", ";", ":", "...", ")", "%"})
 _ATTACH_RIGHT = frozenset({"(", "$"})
-_QUOTES = frozenset({"'", '"'})
+# Quote tokens and what raw text writes for them (the corpus writes a double quote as `''`).
+_QUOTES = {"'": "'", '"': '"', "''": '"'}
 # A clitic token: an apostrophe and letters (`'t`, `'s`, `'clock`).
 _CLITIC = re.compile(r"'[^\W\d_]+$")
 _SENTENCE_END = frozenset({".", "!", "?", "..."})
@@ -63,10 +64,9 @@ def _inner_words(text: str) -> Iterable[str]:
 def to_raw(text: str, truecaser: Truecaser) -> str:
     """Lowercased, tokenized `text` as raw text, cased by `truecaser`."""
     tokens = text.split()
-    quotes = sum(token in _QUOTES for token in tokens)
     # A lone quote is an apostrophe that ends a word (`ten minutes ' walk`); several pair up.
-    paired = quotes >= 2
-    opening = True
+    paired = {quote for quote in _QUOTES if tokens.count(quote) >= 2}
+    opening = dict.fromkeys(_QUOTES, True)
     capitalize = True
     pieces: list[str] = []
     space_before = False
@@ -74,11 +74,12 @@ def to_raw(text: str, truecaser: Truecaser) -> str:
         glue_left = token in _ATTACH_LEFT or bool(_CLITIC.match(token))
         glue_right = token in _ATTACH_RIGHT
         if token in _QUOTES:
-            if paired and opening:
+            if token in paired and opening[token]:
                 glue_right = capitalize = True
             else:
                 glue_left = True
-            opening = not opening if paired else opening
+            opening[token] = token not in paired or not opening[token]
+            token = _QUOTES[token]
         word = _case_token(token, truecaser, capitalize)
         if _WORD.search(token) and not _CLITIC.match(token):
             capitalize = False

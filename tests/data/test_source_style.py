@@ -55,6 +55,7 @@ CASINGS = Truecaser.learn(["I met Tom and Mary in Japan.", "The cat sat.", "We s
         ("here 's $ 5 , or 1,000 yen !", "Here's $5, or 1,000 yen!"),
         ("he said to me , ' let 's play catch . '", "He said to me, 'Let's play catch.'"),
         ("it is ten minutes ' walk .", "It is ten minutes' walk."),
+        ("the policemen said to them , '' stop . ''", 'The policemen said to them, "Stop."'),
         ("it is 8 o 'clock ; i 'm late ...", "It is 8 o'clock; I'm late..."),
         ("she ( my sister ) is good-natured ?", "She (my sister) is good-natured?"),
         ("mr. smith came . he left .", "Mr. smith came. He left."),
@@ -73,11 +74,14 @@ def test_casing_is_learned_away_from_sentence_starts():
 def test_raw_small_parallel_enja_tokenizes_back_to_itself(corpus_mirror):
     lines = (corpus_mirror / "small_parallel_enja" / "train.en").read_text().splitlines()
     # Left out: lines the tokenizing rules do not reproduce themselves (a quote that ends a
-    # word, corpus leftovers like "i."); their raw form is right, the round trip cannot be.
+    # word, `''` for a double quote, corpus leftovers like "i."); their raw form is right, the
+    # round trip cannot be.
     stable = [
         line
         for line in lines
-        if prepare_source(line, "lowercase_tokenized") == line and " ' " not in f"{line} "
+        if prepare_source(line, "lowercase_tokenized") == line
+        and " ' " not in f"{line} "
+        and "''" not in line
     ]
     assert len(stable) / len(lines) > 0.995
     changed = [
