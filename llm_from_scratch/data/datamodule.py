@@ -2,10 +2,12 @@
 
 Reading, tokenization and cleaning run once; the result is saved under
 `<paths.cache_dir>/tokenized/<name>-<key>/`, where the key hashes the tokenizers, every data
-setting outside `data.loading` (which only batches), and the raw files' sizes and times, so any
-change to them rebuilds it. A cache that fails to load or to check (a truncated or garbled file,
-token ids outside the vocabulary) is rebuilt, with a log line saying what was wrong. A build holds
-a file lock beside the cache, so a second run waits for it and loads its result.
+setting outside `data.loading` (which only batches), and the raw files' sizes and times (every
+member's, for a mixture), so any change to them rebuilds it. A mixture's train split is
+resampled after cleaning (data/mixture.py), and its report counts what the mixture removed. A
+cache that fails to load or to check (a truncated or garbled file, token ids outside the
+vocabulary) is rebuilt, with a log line saying what was wrong. A build holds a file lock beside
+the cache, so a second run waits for it and loads its result.
 """
 
 from __future__ import annotations

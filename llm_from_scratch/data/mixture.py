@@ -114,7 +114,7 @@ def resample(
             whole, extra = divmod(size, len(rows))
             picks = np.sort(rng.choice(rows, size=extra, replace=False))
             chosen.append(np.sort(np.concatenate([np.repeat(rows, whole), picks])))
-        counts[name] = {"kept": len(rows), "sampled": len(rows) and size}
+        counts[name] = {"kept": len(rows), "sampled": size if len(rows) else 0}
     indices = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
     if len(indices) == len(train) and np.array_equal(indices, np.arange(len(train))):
         return train, counts
