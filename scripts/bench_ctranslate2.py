@@ -36,7 +36,7 @@ from llm_from_scratch.checkpoint import (
     save_checkpoint,
 )
 from llm_from_scratch.data.corpus import is_segmented, load_split
-from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translation, Translator, joiner_for
 from llm_from_scratch.export.ctranslate2_model import export_checkpoint, import_ctranslate2
@@ -125,7 +125,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     config = compose_config("train", ["model=small", "decoding=beam"], TrainConfig)
-    fetch_dataset(config.data, config.paths)
+    fetch_data(config.data, config.paths)
     details = sys.stderr if args.table_rows else sys.stdout
     with tempfile.TemporaryDirectory() as workdir:
         checkpoint = model_checkpoint(args, config, Path(workdir))

@@ -32,7 +32,7 @@ from llm_from_scratch.checkpoint import (
     run_model,
 )
 from llm_from_scratch.data.corpus import load_split
-from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.device import resolve_device
@@ -80,7 +80,7 @@ def main() -> None:
 
     device = resolve_device(args.device)
     config = compose_config("train", ["model=small", "decoding=beam"], TrainConfig)
-    fetch_dataset(config.data, config.paths)
+    fetch_data(config.data, config.paths)
     checkpoint = args.checkpoint or default_model(config.paths.runs_dir)
     if checkpoint:
         model, src_tok, tgt_tok, _ = restore_for_inference(load_checkpoint(checkpoint), device)

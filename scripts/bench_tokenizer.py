@@ -24,7 +24,7 @@ import sentencepiece as spm
 from omegaconf import OmegaConf
 
 from llm_from_scratch.data.config import DataConfig
-from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
@@ -139,7 +139,7 @@ def main() -> None:
 
     data_cfg = to_schema(OmegaConf.load(DATA_CONFIG), DataConfig)
     paths = PathsConfig()
-    fetch_dataset(data_cfg, paths)
+    fetch_data(data_cfg, paths)
     src, tgt = read_train_texts(data_cfg, paths)
     print(
         f"tanaka_graded train, pretokenizer={args.pretokenizer}, sentencepiece {spm.__version__}",

@@ -3,6 +3,9 @@
     config.py      DataConfig, the `data` config group (corpus, cleaning, loading sections)
     sources.py     fetch raw files (download or mirror)
     corpus.py      read a split through `datasets` (`load_split`), detokenize Japanese
+    mixture.py     several corpora in one run: one style, a `corpus` column, deduplication,
+                   held-out overlap removed, resampling by weight or temperature
+    raw_style.py   lowercased, tokenized English back to raw text (`to_raw`, `Truecaser`)
     cleaning.py    tokenize, drop empty / too long / badly proportioned pairs, `CleaningReport`
     batching.py    `TokenBudgetBatchSampler`: length-bucketed, seeded, resumable, DDP-aware
     batch.py       `Batch` and `Collator` (padding, BOS/EOS shift, masks)

@@ -5,7 +5,6 @@ Normalization is the tokenizer's own (`tok.normalize`), so "empty" means empty t
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 import datasets
@@ -15,9 +14,9 @@ from llm_from_scratch.data.config import CleaningConfig
 from llm_from_scratch.data.protocols import Tokenizer, model_text
 from llm_from_scratch.device import usable_cores
 
-logger = logging.getLogger(__name__)
-
 DROP_REASONS = ("empty", "too_long", "length_ratio")
+# What a mixture removes from its train pairs before they are tokenized (data/mixture.py).
+MIXTURE_REASONS = ("duplicate", "held_out_overlap")
 # Fewer pairs than this per process, and starting the processes costs more than they save.
 MIN_PAIRS_PER_PROCESS = 10_000
 
@@ -29,14 +28,30 @@ class CleaningReport:
     split: str
     total: int = 0
     dropped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
+    # A mixture's: per corpus, its pairs `kept` and how many the split holds after resampling.
+    corpora: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def kept(self) -> int:
         return self.total - sum(self.dropped.values())
 
+    @property
+    def size(self) -> int:
+        """The pairs of the split: those kept, as a mixture resampled them."""
+        if not self.corpora:
+            return self.kept
+        return sum(counts["sampled"] for counts in self.corpora.values())
+
     def summary(self) -> str:
         reasons = ", ".join(f"{reason} {count}" for reason, count in self.dropped.items())
-        return f"{self.split}: kept {self.kept} of {self.total} pairs (dropped: {reasons})"
+        line = f"{self.split}: kept {self.kept} of {self.total} pairs (dropped: {reasons})"
+        if self.corpora:
+            sampled = ", ".join(
+                f"{name} {counts['kept']} -> {counts['sampled']}"
+                for name, counts in self.corpora.items()
+            )
+            line += f"; sampled per corpus: {sampled}"
+        return line
 
 
 def tokenize(
@@ -62,13 +77,19 @@ def tokenize(
 
 
 def drop_masks(
-    src_lens: np.ndarray, tgt_lens: np.ndarray, cfg: CleaningConfig
+    src_lens: np.ndarray,
+    tgt_lens: np.ndarray,
+    cfg: CleaningConfig,
+    limits: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """For each reason, which pairs it drops; a pair is charged to the first reason that applies."""
+    """For each reason, which pairs it drops; a pair is charged to the first reason that applies.
+    `limits`: each pair's own bounds (max_tokens, max_length_ratio), tighter than `cfg`'s."""
+    max_tokens, max_ratio = limits or (cfg.max_tokens, cfg.max_length_ratio)
     longer, shorter = np.maximum(src_lens, tgt_lens), np.minimum(src_lens, tgt_lens)
     empty = shorter == 0
-    too_long = ~empty & (longer > cfg.max_tokens)
-    length_ratio = ~empty & ~too_long & (longer > cfg.max_length_ratio * shorter)
+    too_long = ~empty & (longer > np.minimum(max_tokens, cfg.max_tokens))
+    ratio = np.minimum(max_ratio, cfg.max_length_ratio)
+    length_ratio = ~empty & ~too_long & (longer > ratio * shorter)
     return {"empty": empty, "too_long": too_long, "length_ratio": length_ratio}
 
 
@@ -78,16 +99,29 @@ def column(data: datasets.Dataset, name: str) -> np.ndarray:
 
 
 def clean(
-    tokenized: datasets.Dataset, cfg: CleaningConfig, split: str
+    tokenized: datasets.Dataset,
+    cfg: CleaningConfig,
+    split: str,
+    per_corpus: dict[str, CleaningConfig] | None = None,
 ) -> tuple[datasets.Dataset, CleaningReport]:
-    """Keep the pairs no reason drops; log and return the counts of the others."""
-    masks = drop_masks(column(tokenized, "src_len"), column(tokenized, "tgt_len"), cfg)
+    """Keep the pairs no reason drops; return the counts of the others. With `per_corpus` (a
+    mixture's members' cleaning), each pair also meets its own corpus's (`corpus` column)."""
+    limits = None
+    if per_corpus:
+        corpora = np.asarray(tokenized.with_format("numpy")["corpus"][:])
+        max_tokens = np.full(len(tokenized), cfg.max_tokens)
+        max_ratio = np.full(len(tokenized), cfg.max_length_ratio)
+        for name, own in per_corpus.items():
+            rows = corpora == name
+            max_tokens[rows] = own.max_tokens
+            max_ratio[rows] = own.max_length_ratio
+        limits = max_tokens, max_ratio
+    masks = drop_masks(column(tokenized, "src_len"), column(tokenized, "tgt_len"), cfg, limits)
     report = CleaningReport(
         split=split,
         total=len(tokenized),
         dropped={reason: int(mask.sum()) for reason, mask in masks.items()},
     )
-    logger.info("cleaning %s", report.summary())
     if report.kept == report.total:
         return tokenized, report
     dropped = np.logical_or.reduce(list(masks.values()))

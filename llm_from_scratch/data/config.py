@@ -152,7 +152,10 @@ class LoadingConfig:
 
 
 @dataclass
-class DataConfig:
+class CorpusSource:
+    """One corpus: where its raw files come from, how they are read, and how its pairs are
+    cleaned. A config of `configs/data/` is one, and so is each member of a mixture."""
+
     name: str = "small_parallel_enja"
     # Where the raw files come from: "urls" (each file's url), "hub" (a Hugging Face dataset id,
     # saved with `save_to_disk`), "archive" (a tar archive, extracted where it is fetched), or
@@ -165,33 +168,100 @@ class DataConfig:
     # Copy `<mirror>/<name>/` instead of downloading; unset: the DATA_MIRROR environment variable.
     mirror: str | None = None
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
-    # Pairs appended to the train split only (after dev/test are carved): forward translations
-    # by a teacher for sequence-level distillation, or back-translations. The tokenizers are
-    # trained on the corpus alone, so such a run shares them with the corpus's run.
-    extra_train: list[ExtraPairs] = field(default_factory=list)
     cleaning: CleaningConfig = field(default_factory=CleaningConfig)
-    loading: LoadingConfig = field(default_factory=LoadingConfig)
 
-    def __post_init__(self) -> None:
-        check_choice("data.source", self.source, SOURCES)
+    def check_source(self, key: str = "data") -> None:
+        """Refuse a source that lacks what fetching it needs; `key` names this corpus's node."""
+        check_choice(f"{key}.source", self.source, SOURCES)
         if self.source == "hub" and not self.hub_id:
-            raise ConfigError(f"data.source=hub needs data.hub_id (dataset {self.name!r})")
+            raise ConfigError(f"{key}.source=hub needs {key}.hub_id (dataset {self.name!r})")
         if self.source == "hub" and self.corpus.format != "hub":
             raise ConfigError(
-                f"data.source=hub needs data.corpus.format=hub, got {self.corpus.format!r}"
+                f"{key}.source=hub needs {key}.corpus.format=hub, got {self.corpus.format!r}"
             )
         if self.source == "urls":
             missing = [f.name for f in self.files if not f.url]
             if not self.files or missing:
                 raise ConfigError(
-                    f"data.source=urls needs a url for every file of {self.name!r}; "
-                    f"missing for: {', '.join(missing) or 'data.files is empty'}"
+                    f"{key}.source=urls needs a url for every file of {self.name!r}; "
+                    f"missing for: {', '.join(missing) or f'{key}.files is empty'}"
                 )
         if self.source == "archive" and (self.archive is None or not self.archive.url):
             raise ConfigError(
-                f"data.source=archive needs data.archive with a name and a url ({self.name!r})"
+                f"{key}.source=archive needs {key}.archive with a name and a url ({self.name!r})"
             )
+
+
+@dataclass
+class MixtureMember(CorpusSource):
+    """A corpus of a mixture (`data.mixture.<name>`), composed from its `configs/data/` file."""
+
+    name: str = ""  # set by the corpus's config file, which the mixture's defaults list names
+    # How many times each of its train pairs (deduplicated, cleaned) is sampled: 1 once, 2 twice,
+    # 0.5 a seeded half. Unused when the mixture sets a temperature.
+    weight: float = 1.0
+
+
+@dataclass
+class DataConfig(CorpusSource):
+    """The `data` group: one corpus, or a mixture of several (`mixture`)."""
+
+    # Pairs appended to the train split only (after dev/test are carved): forward translations
+    # by a teacher for sequence-level distillation, or back-translations. The tokenizers are
+    # trained on the corpus alone, so such a run shares them with the corpus's run.
+    extra_train: list[ExtraPairs] = field(default_factory=list)
+    loading: LoadingConfig = field(default_factory=LoadingConfig)
+    # Several corpora in one run (docs/data.md, Several corpora), each composed from its
+    # `configs/data/` file by the defaults list, keyed by its name. Empty: the corpus above.
+    # A mixture reads no files of its own: of `corpus` it uses src_lang, tgt_lang and
+    # source_style (the model's: each member is converted into it); `cleaning` applies to every
+    # train pair, each member's own cleaning to its pairs as well.
+    mixture: dict[str, MixtureMember] = field(default_factory=dict)
+    # Instead of the weights: corpus i gets a share of the train pairs proportional to
+    # n_i ** (1 / temperature), n_i its pairs after deduplication and cleaning; the total stays.
+    temperature: float | None = None
+    mixture_seed: int = 1234  # draws the fractional parts of resampling
+
+    def __post_init__(self) -> None:
+        if self.mixture:
+            self._check_mixture()
+        else:
+            self.check_source()
         self.check_batch_tokens(self.loading.batch_tokens, "data.loading.batch_tokens")
+
+    def _check_mixture(self) -> None:
+        if self.temperature is not None:
+            check_range("data.temperature", self.temperature, 0, low_open=True)
+        if self.extra_train:
+            raise ConfigError("data.extra_train is for one corpus; a mixture cannot take it yet")
+        languages = (self.corpus.src_lang, self.corpus.tgt_lang)
+        for key, member in self.mixture.items():
+            node = f"data.mixture.{key}"
+            if not member.name:
+                raise ConfigError(
+                    f"{node} names no corpus: compose it from its config in the mixture's "
+                    f"defaults list (- /data/<corpus>@mixture.{key})"
+                )
+            if member.name != key:
+                raise ConfigError(f"{node} holds the corpus {member.name!r}: key it by that name")
+            member.check_source(node)
+            check_range(f"{node}.weight", member.weight, 0, low_open=True)
+            if self.temperature is not None and member.weight != 1.0:
+                raise ConfigError(
+                    f"{node}.weight={member.weight} and data.temperature={self.temperature}: "
+                    "give a mixture weights or a temperature, not both"
+                )
+            member_languages = (member.corpus.src_lang, member.corpus.tgt_lang)
+            if member_languages != languages:
+                raise ConfigError(
+                    f"{node} translates {'-'.join(member_languages)}, the mixture "
+                    f"{'-'.join(languages)}: set data.corpus.src_lang and tgt_lang alike"
+                )
+
+    @property
+    def members(self) -> list[CorpusSource]:
+        """The corpora read: the mixture's members, or this config's own corpus."""
+        return list(self.mixture.values()) if self.mixture else [self]
 
     def check_batch_tokens(self, batch_tokens: int, key: str) -> None:
         """Refuse a batch budget that cannot hold the longest pair cleaning keeps."""

@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 from datasets.exceptions import DatasetGenerationError
 
 from llm_from_scratch.atomic import is_disk_full
-from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.config import SPLITS, CorpusSource, DataConfig
+from llm_from_scratch.data.mixture import combine
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
@@ -74,9 +75,26 @@ def corpus_labels(pairs: datasets.Dataset, name: str) -> list[str]:
 
 
 def load_split(cfg: DataConfig, split: str, paths: PathsConfig) -> datasets.Dataset:
-    """The `split` (train, dev or test) of `cfg` with string columns `src` and `tgt`."""
-    if split not in ("train", "dev", "test"):
-        raise CorpusError(f"unknown split {split!r}: expected train, dev or test")
+    """The `split` (train, dev or test) of `cfg` with string columns `src` and `tgt`; of a
+    mixture, also `corpus` (data/mixture.py), train deduplicated and cleared of held-out overlap."""
+    return load_splits(cfg, paths, (split,))[0][split]
+
+
+def load_splits(
+    cfg: DataConfig, paths: PathsConfig, splits: tuple[str, ...] = SPLITS
+) -> tuple[dict[str, datasets.Dataset], dict[str, int]]:
+    """The `splits` of `cfg` and, for a mixture, how many train pairs it removed for each reason
+    (`duplicate`, `held_out_overlap`)."""
+    for split in splits:
+        if split not in SPLITS:
+            raise CorpusError(f"unknown split {split!r}: expected train, dev or test")
+    if not cfg.mixture:
+        return {split: read_split(cfg, split, paths) for split in splits}, {}
+    return combine(cfg, splits, lambda member, split: read_split(member, split, paths))
+
+
+def read_split(cfg: CorpusSource, split: str, paths: PathsConfig) -> datasets.Dataset:
+    """The `split` of one corpus, in its own source style."""
     if split not in cfg.corpus.carved_splits and split != "train":
         pairs = _read(cfg, paths, cfg.corpus.splits[split])
     else:
@@ -86,7 +104,7 @@ def load_split(cfg: DataConfig, split: str, paths: PathsConfig) -> datasets.Data
     return _in_corpus_style(cfg, pairs)
 
 
-def _empty_split(cfg: DataConfig, split: str) -> str:
+def _empty_split(cfg: CorpusSource, split: str) -> str:
     message = f"the {split} split of {cfg.name} has no pairs"
     if split in cfg.corpus.carved_splits:
         fraction = getattr(cfg.corpus, f"{split}_fraction")
@@ -114,7 +132,7 @@ def load_extra_train(cfg: DataConfig, paths: PathsConfig) -> datasets.Dataset | 
     return _in_corpus_style(cfg, datasets.concatenate_datasets(parts))
 
 
-def _in_corpus_style(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
+def _in_corpus_style(cfg: CorpusSource, pairs: datasets.Dataset) -> datasets.Dataset:
     if cfg.corpus.detokenize_ja:
         pairs = _detokenize(cfg, pairs)
     if cfg.corpus.source_style != "raw":
@@ -128,7 +146,7 @@ def _in_corpus_style(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Datas
     return pairs
 
 
-def _carve(cfg: DataConfig, pairs: datasets.Dataset, split: str) -> datasets.Dataset:
+def _carve(cfg: CorpusSource, pairs: datasets.Dataset, split: str) -> datasets.Dataset:
     """`split` of a seeded partition of `pairs` (the train file), dev and test carved first."""
     carved = cfg.corpus.carved_splits
     if not carved:
@@ -144,13 +162,15 @@ def _carve(cfg: DataConfig, pairs: datasets.Dataset, split: str) -> datasets.Dat
     return pairs.select(np.sort(order[begin:end]))
 
 
-def _read(cfg: DataConfig, paths: PathsConfig, location: str) -> datasets.Dataset:
+def _read(cfg: CorpusSource, paths: PathsConfig, location: str) -> datasets.Dataset:
     root = dataset_dir(cfg, paths)
     readers = {"parallel": _read_parallel, "tsv": _read_tsv, "jsonl": _read_jsonl, "hub": _read_hub}
     return readers[cfg.corpus.format](cfg, paths, root, location)
 
 
-def _read_parallel(cfg: DataConfig, paths: PathsConfig, root: Path, stem: str) -> datasets.Dataset:
+def _read_parallel(
+    cfg: CorpusSource, paths: PathsConfig, root: Path, stem: str
+) -> datasets.Dataset:
     src_path = _existing(root / cfg.corpus.side_file(stem, cfg.corpus.src_lang))
     tgt_path = _existing(root / cfg.corpus.side_file(stem, cfg.corpus.tgt_lang))
     return _read_aligned(paths, src_path, tgt_path)
@@ -172,7 +192,7 @@ def _read_aligned(paths: PathsConfig, src_path: Path, tgt_path: Path) -> dataset
     )
 
 
-def _read_tsv(cfg: DataConfig, paths: PathsConfig, root: Path, name: str) -> datasets.Dataset:
+def _read_tsv(cfg: CorpusSource, paths: PathsConfig, root: Path, name: str) -> datasets.Dataset:
     # Read as plain lines and split here rather than with the CSV reader: quotes are ordinary
     # characters in sentences, and a line with a stray tab must be reported, not re-parsed.
     path = _existing(root / name)
@@ -199,12 +219,12 @@ def _split_tab(lines: list[str]) -> dict[str, list[str]]:
     return {"src": [src for src, _ in pairs], "tgt": [tgt for _, tgt in pairs]}
 
 
-def _read_jsonl(cfg: DataConfig, paths: PathsConfig, root: Path, name: str) -> datasets.Dataset:
+def _read_jsonl(cfg: CorpusSource, paths: PathsConfig, root: Path, name: str) -> datasets.Dataset:
     path = _existing(root / name)
     return _select_columns(_load_file("json", path, paths), cfg, str(path))
 
 
-def _read_hub(cfg: DataConfig, paths: PathsConfig, root: Path, split: str) -> datasets.Dataset:
+def _read_hub(cfg: CorpusSource, paths: PathsConfig, root: Path, split: str) -> datasets.Dataset:
     if not root.is_dir():
         raise CorpusError(f"{root} not found: fetch the dataset first (make data)")
     saved = datasets.load_from_disk(str(root))
@@ -219,7 +239,7 @@ def _read_hub(cfg: DataConfig, paths: PathsConfig, root: Path, split: str) -> da
     return _select_columns(saved, cfg, str(root))
 
 
-def _select_columns(table: datasets.Dataset, cfg: DataConfig, origin: str) -> datasets.Dataset:
+def _select_columns(table: datasets.Dataset, cfg: CorpusSource, origin: str) -> datasets.Dataset:
     missing = [
         c for c in (cfg.corpus.src_column, cfg.corpus.tgt_column) if c not in table.column_names
     ]
@@ -239,7 +259,7 @@ def _select_columns(table: datasets.Dataset, cfg: DataConfig, origin: str) -> da
     ).cast(datasets.Features({"src": datasets.Value("string"), "tgt": datasets.Value("string")}))
 
 
-def _detokenize(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
+def _detokenize(cfg: CorpusSource, pairs: datasets.Dataset) -> datasets.Dataset:
     sides = [
         side
         for side, lang in (("src", cfg.corpus.src_lang), ("tgt", cfg.corpus.tgt_lang))

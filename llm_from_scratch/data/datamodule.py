@@ -2,10 +2,12 @@
 
 Reading, tokenization and cleaning run once; the result is saved under
 `<paths.cache_dir>/tokenized/<name>-<key>/`, where the key hashes the tokenizers, every data
-setting outside `data.loading` (which only batches), and the raw files' sizes and times, so any
-change to them rebuilds it. A cache that fails to load or to check (a truncated or garbled file,
-token ids outside the vocabulary) is rebuilt, with a log line saying what was wrong. A build holds
-a file lock beside the cache, so a second run waits for it and loads its result.
+setting outside `data.loading` (which only batches), and the raw files' sizes and times (every
+member's, for a mixture), so any change to them rebuilds it. A mixture's train split is
+resampled after cleaning (data/mixture.py), and its report counts what the mixture removed. A
+cache that fails to load or to check (a truncated or garbled file, token ids outside the
+vocabulary) is rebuilt, with a log line saying what was wrong. A build holds a file lock beside
+the cache, so a second run waits for it and loads its result.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from llm_from_scratch.data.batch import BPEDropout, Collator
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler
 from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokenize
 from llm_from_scratch.data.config import SPLITS, DataConfig
-from llm_from_scratch.data.corpus import load_extra_train, load_split
+from llm_from_scratch.data.corpus import load_extra_train, load_splits
+from llm_from_scratch.data.mixture import kept_per_corpus, resample, sample_sizes
 from llm_from_scratch.data.protocols import Tokenizer
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
@@ -118,11 +121,11 @@ def build_data(
 ) -> DataModule:
     """Read the fetched raw files, then tokenize and clean them (or load the cache)."""
     with disk_full_in(paths.cache_dir, "the data caches"):
-        raw = {split: load_split(cfg, split, paths) for split in SPLITS}
+        raw, removed = load_splits(cfg, paths)
         extra = load_extra_train(cfg, paths)
         if extra is not None:
             raw["train"] = datasets.concatenate_datasets([raw["train"], extra])
-        splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok, paths)
+        splits, report = prepare_splits(cfg, raw, src_tok, tgt_tok, paths, removed)
     return DataModule(cfg, src_tok, tgt_tok, splits, report)
 
 
@@ -132,8 +135,10 @@ def prepare_splits(
     src_tok: Tokenizer,
     tgt_tok: Tokenizer,
     paths: PathsConfig,
+    removed: dict[str, int] | None = None,
 ) -> tuple[dict[str, datasets.Dataset], CleaningReport]:
-    """Tokenized splits (train cleaned) and the train cleaning report, cached on disk."""
+    """Tokenized splits (train cleaned, a mixture's resampled) and the train cleaning report,
+    cached on disk; `removed`: the train pairs a mixture removed before, by reason."""
     key = cache_key(cfg, src_tok, tgt_tok, paths)
     directory = Path(paths.cache_dir) / "tokenized" / f"{cfg.name}-{key}"
     with build_lock(directory, f"the cache {directory}"):
@@ -144,7 +149,7 @@ def prepare_splits(
                     "tokenized data loaded from %s; cleaning %s", directory, cached[1].summary()
                 )
                 return cached
-        return _build(cfg, raw, src_tok, tgt_tok, directory)
+        return _build(cfg, raw, src_tok, tgt_tok, directory, removed or {})
 
 
 def _build(
@@ -153,6 +158,7 @@ def _build(
     src_tok: Tokenizer,
     tgt_tok: Tokenizer,
     directory: Path,
+    removed: dict[str, int],
 ) -> tuple[dict[str, datasets.Dataset], CleaningReport]:
     sizes = ", ".join(f"{split} {len(raw[split]):,}" for split in SPLITS)
     logger.info("tokenizing and cleaning %s (%s pairs)", cfg.name, sizes)
@@ -160,8 +166,15 @@ def _build(
     splits = {
         split: tokenize(raw[split], src_tok, tgt_tok, cfg.loading.num_proc) for split in SPLITS
     }
-    splits["train"], report = clean(splits["train"], cfg.cleaning, "train")
-    if report.kept == 0:
+    per_corpus = {name: member.cleaning for name, member in cfg.mixture.items()}
+    splits["train"], report = clean(splits["train"], cfg.cleaning, "train", per_corpus)
+    if cfg.mixture:
+        report.total += sum(removed.values())
+        report.dropped = {**removed, **report.dropped}
+        sizes = sample_sizes(cfg, kept_per_corpus(splits["train"]))
+        splits["train"], report.corpora = resample(splits["train"], sizes, cfg.mixture_seed)
+    logger.info("cleaning %s", report.summary())
+    if report.size == 0:
         raise UserError(
             f"cleaning dropped every training pair of {cfg.name} ({report.summary()}); "
             "raise data.cleaning.max_tokens or data.cleaning.max_length_ratio"
@@ -173,20 +186,27 @@ def _build(
 
 
 def content_settings(cfg: DataConfig) -> dict[str, Any]:
-    """Every data setting that can change the tokenized splits: all but `data.loading`."""
+    """Every data setting that can change the tokenized splits: all but `data.loading`, and a
+    single corpus's unused mixture settings (so its cache is the one it had before them)."""
     settings = asdict(cfg)
     del settings["loading"]
+    if not cfg.mixture:
+        for key in ("mixture", "temperature", "mixture_seed"):
+            del settings[key]
     return settings
 
 
 def cache_key(cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, paths: PathsConfig) -> str:
     """A digest of everything the tokenized splits depend on."""
-    raw_root = dataset_dir(cfg, paths)
-    raw_files = sorted(
-        (str(path.relative_to(raw_root)), path.stat().st_size, path.stat().st_mtime_ns)
-        for path in raw_root.rglob("*")
-        if path.is_file()
-    )
+    raw_files = []
+    for corpus in cfg.members:
+        raw_root = dataset_dir(corpus, paths)
+        prefix = f"{corpus.name}/" if cfg.mixture else ""  # a single corpus: the key it had
+        raw_files += sorted(
+            (prefix + str(path.relative_to(raw_root)), path.stat().st_size, path.stat().st_mtime_ns)
+            for path in raw_root.rglob("*")
+            if path.is_file()
+        )
     extra_files = [
         (path, Path(path).stat().st_size, Path(path).stat().st_mtime_ns)
         for extra in cfg.extra_train
@@ -233,8 +253,8 @@ def _problem(
 ) -> str | None:
     """What makes loaded splits unusable, read through in C: ids outside the vocabularies,
     lengths that disagree with the ids, a train split of other than the report's size."""
-    if len(splits["train"]) != report.kept:
-        return f"train has {len(splits['train'])} pairs, its report says {report.kept}"
+    if len(splits["train"]) != report.size:
+        return f"train has {len(splits['train'])} pairs, its report says {report.size}"
     for split, data in splits.items():
         table = data.data.table
         for side, tok in (("src", src_tok), ("tgt", tgt_tok)):

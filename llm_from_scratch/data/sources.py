@@ -24,7 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from llm_from_scratch.atomic import atomic_writer
-from llm_from_scratch.data.config import DataConfig, DataFile
+from llm_from_scratch.data.config import CorpusSource, DataConfig, DataFile
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import PathsConfig
 
@@ -37,18 +37,23 @@ class DataSourceError(UserError):
     """A dataset file cannot be fetched, copied or verified."""
 
 
-def dataset_dir(cfg: DataConfig, paths: PathsConfig) -> Path:
+def dataset_dir(cfg: CorpusSource, paths: PathsConfig) -> Path:
     """Where the raw files of `cfg` live once fetched."""
     return Path(paths.raw_dir) / cfg.name
 
 
-def mirror_dir(cfg: DataConfig) -> Path | None:
+def mirror_dir(cfg: CorpusSource) -> Path | None:
     """The mirror directory for `cfg` (`data.mirror`, else `$DATA_MIRROR`), or None."""
     mirror = cfg.mirror or os.environ.get("DATA_MIRROR")
     return Path(mirror).expanduser() / cfg.name if mirror else None
 
 
-def fetch_dataset(cfg: DataConfig, paths: PathsConfig) -> Path:
+def fetch_data(cfg: DataConfig, paths: PathsConfig) -> list[Path]:
+    """Fetch every corpus `cfg` reads (a mixture's members, or its own); their directories."""
+    return [fetch_dataset(corpus, paths) for corpus in cfg.members]
+
+
+def fetch_dataset(cfg: CorpusSource, paths: PathsConfig) -> Path:
     """Make sure every raw file of `cfg` is present and verified; return the dataset directory."""
     target = dataset_dir(cfg, paths)
     mirror = mirror_dir(cfg)
@@ -127,9 +132,9 @@ def _copy_from_mirror(source: Path, destination: Path, expected: DataFile) -> No
         _verify(Path(out.name), expected, origin=str(source))
 
 
-def _fetch_archive(cfg: DataConfig, target: Path, mirror: Path | None) -> None:
+def _fetch_archive(cfg: CorpusSource, target: Path, mirror: Path | None) -> None:
     """Fetch and verify `cfg.archive` into `target`, then extract it there."""
-    assert cfg.archive is not None  # DataConfig checks it
+    assert cfg.archive is not None  # CorpusSource.check_source checks it
     wanted = [target / name for name in cfg.corpus.file_names]
     if all(path.is_file() for path in wanted):
         return
@@ -185,7 +190,7 @@ def extract(archive: Path, directory: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _fetch_hub(cfg: DataConfig, target: Path, mirror: Path | None) -> None:
+def _fetch_hub(cfg: CorpusSource, target: Path, mirror: Path | None) -> None:
     """Hub datasets are kept as a `save_to_disk` directory; a mirror holds such a directory."""
     if (target / "dataset_dict.json").is_file() or (target / "dataset_info.json").is_file():
         return

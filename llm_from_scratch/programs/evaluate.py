@@ -35,7 +35,7 @@ from tqdm import tqdm
 from llm_from_scratch.checkpoint import run_model
 from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.corpus import corpus_labels, detokenize_ja, is_segmented, load_split
-from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ctranslate2_engine import ENGINES
 from llm_from_scratch.decoding.translator import (
@@ -151,7 +151,7 @@ def evaluate(config: EvaluateConfig) -> int:
     data = config.data or to_schema(run_config["data"], DataConfig)
     translator.joiner = joiner_for(data.corpus.tgt_lang)
     datasets.disable_progress_bars()  # stderr has the translation's own
-    fetch_dataset(data, config.paths)
+    fetch_data(data, config.paths)
     pairs = load_split(data, config.split, config.paths)
     corpora = corpus_labels(pairs, data.name)
     if config.limit is not None:  # the first of each corpus, so that a mixed split shows them all

@@ -1,4 +1,5 @@
-"""`make data`: fetch a dataset's raw files (`make data ARGS="data=tanaka_graded"`)."""
+"""`make data`: fetch a dataset's raw files (`make data ARGS="data=tanaka_graded"`), every
+member's for a mixture."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import hydra
 from omegaconf import MISSING, DictConfig
 
 from llm_from_scratch.data.config import DataConfig
-from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.paths import PathsConfig, config_dir
 from llm_from_scratch.programs.common import exit_on_user_error, register_schema
 from llm_from_scratch.schema import to_schema
@@ -29,6 +30,8 @@ register_schema("prepare_data_schema", PrepareDataConfig)
 def main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         config = to_schema(cfg, PrepareDataConfig)
-        directory = fetch_dataset(config.data, config.paths)
-        files = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
-        print(f"{config.data.name}: {len(files)} files in {directory}")
+        for corpus, directory in zip(
+            config.data.members, fetch_data(config.data, config.paths), strict=True
+        ):
+            files = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+            print(f"{corpus.name}: {len(files)} files in {directory}")

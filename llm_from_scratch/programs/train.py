@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from llm_from_scratch.data.config import SPLITS
 from llm_from_scratch.data.datamodule import DataModule, build_data
-from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.device import contention, resolve_device, set_threads
 from llm_from_scratch.paths import check_directory, config_dir, project_root
 from llm_from_scratch.programs.common import compose_config, exit_on_user_error, register_schema
@@ -109,8 +109,8 @@ def prepare_data(config: TrainConfig) -> DataModule:
     """Fetch the data, load or train the tokenizers, tokenize and clean. Each stage logs what it
     does when it has work to do; here, one line per stage says it is ready and how long it took."""
     started = time.perf_counter()
-    raw_dir = fetch_dataset(config.data, config.paths)
-    logger.info("data ready: %s (%s)", shown(raw_dir), _since(started))
+    raw_dirs = fetch_data(config.data, config.paths)
+    logger.info("data ready: %s (%s)", ", ".join(map(shown, raw_dirs)), _since(started))
     started = time.perf_counter()
     src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
     files = dict.fromkeys(tokenizer_paths(config.data, config.tokenizer, config.paths))

@@ -13,7 +13,7 @@ import hydra
 from omegaconf import MISSING, DictConfig
 
 from llm_from_scratch.data.config import DataConfig
-from llm_from_scratch.data.sources import fetch_dataset
+from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.paths import PathsConfig, config_dir
 from llm_from_scratch.programs.common import exit_on_user_error, register_schema
 from llm_from_scratch.schema import to_schema
@@ -83,5 +83,5 @@ def run(config: TokenizerJobConfig) -> None:
 def main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         config = to_schema(cfg, TokenizerJobConfig)
-        fetch_dataset(config.data, config.paths)
+        fetch_data(config.data, config.paths)
         run(config)

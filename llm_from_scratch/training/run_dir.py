@@ -313,7 +313,14 @@ def finished_run(
 def _run_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """The settings that make another run (its model, tokenizers, corpus) that differ."""
     differences = []
-    for section in ("model", "tokenizer", "data.corpus", "data.name"):
+    for section in (
+        "model",
+        "tokenizer",
+        "data.corpus",
+        "data.name",
+        "data.mixture",
+        "data.temperature",
+    ):
         old, new = _flat(_get(saved, section), section), _flat(_get(current, section), section)
         differences += [
             f"{key}: {old.get(key)!r} != {new.get(key)!r}"

@@ -39,7 +39,8 @@ def sample_train_texts(
     data_cfg: DataConfig, tok_cfg: TokenizerConfig, paths: PathsConfig
 ) -> tuple[list[str], list[str]]:
     """What the tokenizers learn from: at most `tokenizer.max_sentences` sentences of each side
-    of the train split (tokenizer/sampling.py), in corpus order; all of them when fewer."""
+    of the train split (tokenizer/sampling.py), in corpus order; all of them when fewer. A
+    mixture's train split is its members' deduplicated pairs, each once, whatever the weights."""
     train = load_split(data_cfg, "train", paths)
     return _sample(train, "src", tok_cfg), _sample(train, "tgt", tok_cfg)
 
@@ -63,13 +64,20 @@ def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
     """Everything a trained tokenizer depends on: the whole tokenizer config, the pre-tokenizer
     pattern it is trained with (its name's latest version: a new version must not pick up a file
     trained with an older one) and the settings that say which texts the train split holds
-    (`data.corpus`)."""
-    return {
+    (`data.corpus`; a mixture's members)."""
+    settings = {
         "dataset": data_cfg.name,
         "corpus": asdict(data_cfg.corpus),
         "tokenizer": asdict(tok_cfg),
         "pattern": PRETOKENIZERS[tok_cfg.pretokenizer],
     }
+    if data_cfg.mixture:
+        # The union of the members' pairs, whatever their weights: a change of weights keeps it.
+        settings["mixture"] = {
+            name: {key: value for key, value in asdict(member).items() if key != "weight"}
+            for name, member in data_cfg.mixture.items()
+        }
+    return settings
 
 
 def tokenizer_paths(

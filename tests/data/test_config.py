@@ -2,22 +2,21 @@ import re
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from llm_from_scratch.data.config import CleaningConfig, CorpusConfig, DataConfig, LoadingConfig
 from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.schema import to_schema
 
 SECTIONS = {"corpus": CorpusConfig, "cleaning": CleaningConfig, "loading": LoadingConfig}
 CONFIGS = sorted((Path(__file__).parents[2] / "configs" / "data").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda path: path.stem)
-def test_every_data_config_file_is_a_valid_data_config(path):
-    config = OmegaConf.to_object(
-        OmegaConf.merge(OmegaConf.structured(DataConfig), OmegaConf.load(path))
-    )
+def test_every_data_config_file_is_a_valid_data_config(path, compose_config):
+    # Through Hydra: a mixture's file composes its members' files by its defaults list.
+    config = to_schema(compose_config("prepare_data", [f"data={path.stem}"]).data, DataConfig)
     assert isinstance(config, DataConfig)
-    assert "train" in config.corpus.splits
+    assert all("train" in corpus.corpus.splits for corpus in config.members)
 
 
 @pytest.mark.parametrize(

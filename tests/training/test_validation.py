@@ -181,6 +181,8 @@ def test_one_corpus_validates_as_before(copy_task, tmp_path, column):
     }
     table = validator._examples_table(["x"] * 30).splitlines()
     assert table[0] == "| source | reference | hypothesis |" and len(table) == 7
+
+
 @pytest.mark.parametrize("repair", [True, False])
 def test_validation_repairs_numbers_as_the_translator_does(
     copy_task, tmp_path, monkeypatch, repair
@@ -188,7 +190,7 @@ def test_validation_repairs_numbers_as_the_translator_does(
     config, data, _ = copy_task
     decoding = dataclasses.replace(config.decoding, repair_numbers=repair)
     trainer = Trainer(fp32(dataclasses.replace(config, decoding=decoding), tmp_path), data)
-    monkeypatch.setattr(validation, "decode_pieces", answering(data.tgt_tok, "1959年。"))
+    monkeypatch.setattr(validation_module, "decode_pieces", answering(data.tgt_tok, "1959年。"))
     validator = Validator(trainer.model, data, trainer.precision, trainer.config)
     hypotheses = validator.translate([[5], [6]], ["in 1995", "no number"])
     assert hypotheses == ["1995年。" if repair else "1959年。", "1959年。"]
