@@ -71,7 +71,7 @@ def load_split(cfg: DataConfig, split: str, paths: PathsConfig) -> datasets.Data
         pairs = _carve(cfg, _read(cfg, paths, cfg.corpus.splits["train"]), split)
     if len(pairs) == 0:
         raise CorpusError(_empty_split(cfg, split))
-    return _in_corpus_style(cfg, pairs)
+    return _in_direction(cfg, _in_corpus_style(cfg, pairs))
 
 
 def _empty_split(cfg: DataConfig, split: str) -> str:
@@ -99,7 +99,7 @@ def load_extra_train(cfg: DataConfig, paths: PathsConfig) -> datasets.Dataset | 
                     "Data section, Synthetic pairs) or fix the path"
                 )
         parts.append(_read_aligned(paths, *files))
-    return _in_corpus_style(cfg, datasets.concatenate_datasets(parts))
+    return _in_direction(cfg, _in_corpus_style(cfg, datasets.concatenate_datasets(parts)))
 
 
 def _in_corpus_style(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
@@ -114,6 +114,14 @@ def _in_corpus_style(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Datas
             desc=f"source style {cfg.corpus.source_style}",
         )
     return pairs
+
+
+def _in_direction(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
+    """`pairs` as the model translates them: swapped when `data.direction` reverses the
+    corpus (a rename of the Arrow columns, no copy)."""
+    if not cfg.reversed:
+        return pairs
+    return pairs.rename_columns({"src": "tgt", "tgt": "src"}).select_columns(["src", "tgt"])
 
 
 def _carve(cfg: DataConfig, pairs: datasets.Dataset, split: str) -> datasets.Dataset:
