@@ -42,6 +42,7 @@ class Validator:
         # Greedy: a fraction of beam search's time, and it tracks beam's BLEU closely enough to
         # compare checkpoints.
         self.greedy = replace(config.decoding, beam_size=1, nbest=1, no_repeat_ngram_size=0)
+        self.target_lang = config.data.target_lang  # BLEU cuts words as this language needs
         dev = data.splits["dev"]
         self.bleu_subset = dev.select(range(min(config.training.dev_bleu_sentences, len(dev))))
         lengths = zip(self.bleu_subset["src_len"], self.bleu_subset["tgt_len"], strict=True)
@@ -62,7 +63,7 @@ class Validator:
             tokens += batch.tgt_tokens
         hypotheses = self.translate(self.bleu_subset["src_ids"])
         references = self.bleu_subset["tgt"]
-        scores = corpus_scores(hypotheses, references)
+        scores = corpus_scores(hypotheses, references, self.target_lang)
         metrics = {
             "loss": loss / max(tokens, 1),
             "perplexity": math.exp(min(loss / max(tokens, 1), 50.0)),
@@ -83,7 +84,7 @@ class Validator:
         if len(test) == 0:
             return None
         self.model.eval()
-        scores = corpus_scores(self.translate(test["src_ids"]), test["tgt"])
+        scores = corpus_scores(self.translate(test["src_ids"]), test["tgt"], self.target_lang)
         self.model.train()
         metrics = {"bleu": scores.bleu, "chrf": scores.chrf}
         log.scalars({f"test/{name}": value for name, value in metrics.items()}, step)

@@ -39,7 +39,11 @@ def test_score_counts_max_len_and_repeats():
         translation("", []),
     ]
     metrics = evaluate_cli.score(
-        ["a cat", "a dog", "x"], translations, ["猫です。", "犬だ。", "鳥"], segmented=False
+        ["a cat", "a dog", "x"],
+        translations,
+        ["猫です。", "犬だ。", "鳥"],
+        ("en", "ja"),
+        segmented=False,
     )
     assert metrics["hit_max_len"] == 1
     assert metrics["repeated_4gram"] == 1
@@ -49,8 +53,12 @@ def test_score_counts_max_len_and_repeats():
 
 def test_segmented_corpus_scores_without_spaces_and_adds_segmented_bleu():
     hyps, refs = ["彼 は 学生 だ 。"], ["彼 は 先生 だ 。"]
-    metrics = evaluate_cli.score(["he"], [translation(hyps[0], [])], refs, segmented=True)
-    assert metrics["bleu"] == pytest.approx(bleu(["彼は学生だ。"], ["彼は先生だ。"]).score)
+    metrics = evaluate_cli.score(
+        ["he"], [translation(hyps[0], [])], refs, ("en", "ja"), segmented=True
+    )
+    assert metrics["bleu"] == pytest.approx(
+        bleu(["彼は学生だ。"], ["彼は先生だ。"], "ja-mecab").score
+    )
     assert metrics["bleu_segmented"] == pytest.approx(bleu(hyps, refs, tokenize="none").score)
 
 
