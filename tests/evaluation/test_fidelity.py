@@ -77,7 +77,10 @@ def test_looping_outputs_cut_words_in_each_sides_language():
     # A ja-en model: the English output loops in 13a words; the second source repeats a 4-gram
     # three times in MeCab's words (猫 / が / 好き / 。), so its looping output does not count.
     sources = ["猫が好き。", "猫が好き。猫が好き。猫が好き。"]
-    hypotheses = ["I like cats. I like cats. I like cats.", "I like cats. I like cats. I like cats."]
+    hypotheses = [
+        "I like cats. I like cats. I like cats.",
+        "I like cats. I like cats. I like cats.",
+    ]
     assert looping_outputs(sources, hypotheses, "ja", "en") == [0]
     # Read as English, the Japanese source is one 13a word and repeats nothing.
     assert looping_outputs(sources, hypotheses, "en", "en") == [0, 1]
