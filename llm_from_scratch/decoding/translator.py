@@ -34,7 +34,7 @@ from llm_from_scratch.checkpoint import (
     restore_for_inference,
     run_model,
 )
-from llm_from_scratch.data.config import DataConfig
+from llm_from_scratch.data.config import CorpusConfig, DataConfig
 from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.batched import decode_pieces
@@ -111,9 +111,17 @@ def joiner_for(language: str) -> str:
 
 
 def run_data(config: dict[str, Any]) -> DataConfig:
-    """The data config of a run's config (plain data, as a checkpoint or an export holds it):
-    its direction (`source_lang`, `target_lang`) and the style its input is put in."""
-    return to_schema(config["data"], DataConfig)
+    """What a run's config (plain data, as a checkpoint or an export holds it) says of its
+    direction (`source_lang`, `target_lang`) and of the style its input is put in: a data config
+    of its corpus and direction alone, since its other settings (sources, batching) were checked
+    by the rules of the version that trained it."""
+    data = config["data"]
+    return DataConfig(
+        name=data["name"],
+        source="local",
+        direction=data.get("direction"),
+        corpus=to_schema(data["corpus"], CorpusConfig),
+    )
 
 
 class RestoredModels(NamedTuple):

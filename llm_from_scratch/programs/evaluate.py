@@ -144,7 +144,7 @@ def evaluate(config: EvaluateConfig) -> int:
         check_directory(output_dir, "output_dir")  # before decoding, which takes a while
     for summary in translator.checkpoints:
         print(f"model: {summary}", file=sys.stderr)
-    data = _scored_data(config.data, run_data(run_config))
+    data = _scored_data(config.data, to_schema(run_config["data"], DataConfig))
     translator.joiner = joiner_for(data.target_lang)
     datasets.disable_progress_bars()  # stderr has the translation's own
     fetch_dataset(data, config.paths)
@@ -212,12 +212,15 @@ def _load_translator(config: EvaluateConfig, model: Path) -> tuple[Translator, d
         translator = Translator.from_export(model, config.device, decode=config.decoding)
         return translator, translator.model.config
     restored = restore_models([model, *config.ensemble], resolve_device(config.device))
+    trained = run_data(restored.config)
     translator = Translator(
         restored.model,
         restored.src_tok,
         restored.tgt_tok,
         config.decoding,
         checkpoints=restored.checkpoints,
+        source_lang=trained.source_lang,
+        target_lang=trained.target_lang,
     )
     return translator, restored.config
 

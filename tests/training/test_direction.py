@@ -98,6 +98,13 @@ def test_evaluate_scores_english_with_13a(ja_en_run, tmp_path):
     assert metrics["direction"] == "ja-en" and metrics["sentences"] == 2
     assert "tok:13a" in metrics["bleu_signature"]
     assert "bleu_segmented" not in metrics  # spaces between English words are no segmentation
+    # Another corpus config (--data, en-ja as written) is read in the model's direction.
+    other = tmp_path / "other"
+    data = ["--data", "local_parallel", "data.name=tiny_enja", "data.corpus.detokenize_ja=true"]
+    arguments = ["--checkpoint", str(checkpoint), "--beam", "1", "--output-dir", str(other)]
+    assert evaluate_cli.main([*arguments, *data, *paths]) == 0
+    again = json.loads((other / "metrics.json").read_text(encoding="utf-8"))
+    assert (again["direction"], again["bleu"]) == ("ja-en", metrics["bleu"])
 
 
 def test_the_server_reports_the_direction(ja_en_run):
