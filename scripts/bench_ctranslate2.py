@@ -4,7 +4,7 @@ Exports the model to CTranslate2 twice (float32 and int8 weights, into a tempora
 and translates the small_parallel_enja test split (or its first --sentences) with the torch
 engine at `decoding.precision=auto` (bf16 autocast where the CPU computes it natively, else fp32)
 and with CTranslate2 in int8 and in float32, every engine on the same --threads. Prints
-sentences/s, the speed ratio to torch and the BLEU (ja-mecab) of each.
+sentences/s, the speed ratio to torch and the BLEU (ja-mecab: metrics.bleu_tokenizer) of each.
 Then the equivalence of the fp32 engines: how many outputs CTranslate2 fp32 shares with torch
 fp32, greedy and beam-5 (with the run's length penalty, and without one, where both engines run
 the same search); the differing ones are counted as ties when torch scores both outputs within
@@ -140,9 +140,10 @@ def main() -> None:
         pairs = load_split(config.data, "test", config.paths)
         sources = list(pairs["src"])[: args.sentences]
         references = list(pairs["tgt"])[: args.sentences]
-        segmented = is_segmented(references)
+        languages = config.data.source_lang, config.data.target_lang
+        segmented = config.data.target_lang == "ja" and is_segmented(references)
         run_decoding = DecodingConfig(**run_config["decoding"])
-        joiner = joiner_for(run_config["data"]["corpus"]["tgt_lang"])
+        joiner = joiner_for(config.data.target_lang)
         precision = select_precision("auto", torch.device("cpu"), key="decoding.precision").name
         conditions = (
             f"{len(sources)} sentences of small_parallel_enja test; checkpoint {checkpoint}; "
@@ -151,7 +152,7 @@ def main() -> None:
         print(conditions, file=details)
 
         def bleu_of(translations: list[Translation]) -> float:
-            return score(sources, translations, references, segmented)["bleu"]
+            return score(sources, translations, references, languages, segmented)["bleu"]
 
         for name, beam_size in VARIANTS:
             decode = replace(run_decoding, beam_size=beam_size, nbest=1)

@@ -145,7 +145,7 @@ def main() -> None:
         f"tanaka_graded train, pretokenizer={args.pretokenizer}, sentencepiece {spm.__version__}",
         file=sys.stderr if args.table_rows else sys.stdout,
     )
-    for lang, texts in ((data_cfg.corpus.src_lang, src), (data_cfg.corpus.tgt_lang, tgt)):
+    for lang, texts in ((data_cfg.source_lang, src), (data_cfg.target_lang, tgt)):
         compare(lang, texts[: args.limit], args.vocab_size, args.pretokenizer, args.table_rows)
 
 

@@ -1,4 +1,5 @@
-"""Translate English to Japanese: `.venv/bin/python scripts/translate.py "Hello."`."""
+"""Translate with a run's model, in its direction (English to Japanese by default):
+`.venv/bin/python scripts/translate.py "Hello."`."""
 
 try:
     from llm_from_scratch.programs.translate import run

@@ -167,6 +167,10 @@ class CorpusSource:
     hub_config: str | None = None
     # Copy `<mirror>/<name>/` instead of downloading; unset: the DATA_MIRROR environment variable.
     mirror: str | None = None
+    # Which way the model translates, `<source>-<target>` in the corpus's two languages, e.g.
+    # ja-en; None: as the corpus is written, src_lang to tgt_lang (en-ja for every shipped one).
+    # The reverse swaps each pair after reading, so files and `corpus` settings stay as written.
+    direction: str | None = None
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     cleaning: CleaningConfig = field(default_factory=CleaningConfig)
 
@@ -228,6 +232,35 @@ class DataConfig(CorpusSource):
         else:
             self.check_source()
         self.check_batch_tokens(self.loading.batch_tokens, "data.loading.batch_tokens")
+        forward = f"{self.corpus.src_lang}-{self.corpus.tgt_lang}"
+        backward = f"{self.corpus.tgt_lang}-{self.corpus.src_lang}"
+        if self.direction not in (None, forward, backward):
+            raise ConfigError(
+                f"data.direction={self.direction!r} must be {forward} or {backward}: the "
+                "corpus's languages (data.corpus.src_lang, data.corpus.tgt_lang)"
+            )
+
+    @property
+    def reversed(self) -> bool:
+        """Whether the model translates the corpus backwards (tgt_lang to src_lang): each pair
+        is swapped after reading, extra_train's too (its files are written like the corpus's)."""
+        return self.direction == f"{self.corpus.tgt_lang}-{self.corpus.src_lang}"
+
+    @property
+    def source_lang(self) -> str:
+        """The language the model reads (`corpus.src_lang` names a file side, not this)."""
+        return self.corpus.tgt_lang if self.reversed else self.corpus.src_lang
+
+    @property
+    def target_lang(self) -> str:
+        """The language the model writes: what BLEU's tokenizer and the joiner follow."""
+        return self.corpus.src_lang if self.reversed else self.corpus.tgt_lang
+
+    @property
+    def input_style(self) -> str:
+        """The style user input is put in: `corpus.source_style` describes the corpus's src_lang
+        side, which a reversed model writes rather than reads, so its input stays raw."""
+        return "raw" if self.reversed else self.corpus.source_style
 
     def _check_mixture(self) -> None:
         if self.temperature is not None:

@@ -88,9 +88,11 @@ def load_splits(
     for split in splits:
         if split not in SPLITS:
             raise CorpusError(f"unknown split {split!r}: expected train, dev or test")
-    if not cfg.mixture:
-        return {split: read_split(cfg, split, paths) for split in splits}, {}
-    return combine(cfg, splits, lambda member, split: read_split(member, split, paths))
+    if cfg.mixture:
+        read, removed = combine(cfg, splits, lambda member, split: read_split(member, split, paths))
+    else:
+        read, removed = {split: read_split(cfg, split, paths) for split in splits}, {}
+    return {split: _in_direction(cfg, pairs) for split, pairs in read.items()}, removed
 
 
 def read_split(cfg: CorpusSource, split: str, paths: PathsConfig) -> datasets.Dataset:
@@ -129,7 +131,7 @@ def load_extra_train(cfg: DataConfig, paths: PathsConfig) -> datasets.Dataset | 
                     "Data section, Synthetic pairs) or fix the path"
                 )
         parts.append(_read_aligned(paths, *files))
-    return _in_corpus_style(cfg, datasets.concatenate_datasets(parts))
+    return _in_direction(cfg, _in_corpus_style(cfg, datasets.concatenate_datasets(parts)))
 
 
 def _in_corpus_style(cfg: CorpusSource, pairs: datasets.Dataset) -> datasets.Dataset:
@@ -144,6 +146,14 @@ def _in_corpus_style(cfg: CorpusSource, pairs: datasets.Dataset) -> datasets.Dat
             desc=f"source style {cfg.corpus.source_style}",
         )
     return pairs
+
+
+def _in_direction(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
+    """`pairs` as the model translates them: swapped when `data.direction` reverses the
+    corpus (a rename of the Arrow columns, no copy)."""
+    if not cfg.reversed:
+        return pairs
+    return pairs.rename_columns({"src": "tgt", "tgt": "src"})
 
 
 def _carve(cfg: CorpusSource, pairs: datasets.Dataset, split: str) -> datasets.Dataset:

@@ -36,6 +36,7 @@ from llm_from_scratch.checkpoint import (
     restore_for_inference,
     run_model,
 )
+from llm_from_scratch.data.config import CorpusConfig, DataConfig
 from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.batched import decode_pieces
@@ -112,6 +113,20 @@ def joiner_for(language: str) -> str:
     return "" if language in _LANGUAGES_WITHOUT_SPACES else " "
 
 
+def run_data(config: dict[str, Any]) -> DataConfig:
+    """What a run's config (plain data, as a checkpoint or an export holds it) says of its
+    direction (`source_lang`, `target_lang`) and of the style its input is put in: a data config
+    of its corpus and direction alone, since its other settings (sources, batching) were checked
+    by the rules of the version that trained it."""
+    data = config["data"]
+    return DataConfig(
+        name=data["name"],
+        source="local",
+        direction=data.get("direction"),
+        corpus=to_schema(data["corpus"], CorpusConfig),
+    )
+
+
 class RestoredModels(NamedTuple):
     model: Seq2SeqTransformer | Ensemble  # one checkpoint's model, or the ensemble of several
     src_tok: BPETokenizer
@@ -135,12 +150,16 @@ def restore_models(paths: Sequence[str | Path], device: torch.device) -> Restore
                 f"{path} cannot decode in an ensemble with {paths[0]}: their tokenizers differ "
                 "(ensemble members must be trained with the same tokenizer files)"
             )
-        style, other_style = (c["data"]["corpus"]["source_style"] for c in (config, other_config))
-        if other_style != style:
-            raise CheckpointError(
-                f"{path} cannot decode in an ensemble with {paths[0]}: source style "
-                f"{other_style!r} != {style!r}"
-            )
+        data, other = run_data(config), run_data(other_config)
+        for what, mine, theirs in (
+            ("direction", _direction(data), _direction(other)),
+            ("source style", data.input_style, other.input_style),
+        ):
+            if theirs != mine:
+                raise CheckpointError(
+                    f"{path} cannot decode in an ensemble with {paths[0]}: {what} "
+                    f"{theirs!r} != {mine!r}"
+                )
     if len(restored) > 1:
         model = Ensemble([member for member, *_ in restored])
     return RestoredModels(model, src_tok, tgt_tok, config, summaries)
@@ -163,6 +182,8 @@ class Translator:
         use_cache: bool = True,
         source_style: str = "raw",
         checkpoints: Sequence[CheckpointSummary] = (),
+        source_lang: str = "en",
+        target_lang: str = "ja",
     ) -> None:
         self.model = model.eval() if isinstance(model, torch.nn.Module) else model
         self.src_tok = src_tok
@@ -170,7 +191,8 @@ class Translator:
         self.decode = decode
         self.joiner = joiner  # between the translations of a line's sentences and pieces
         self.use_cache = use_cache
-        self.source_style = source_style  # the training corpus's (data.corpus.source_style)
+        self.source_style = source_style  # the style of the model's input (data.input_style)
+        self.source_lang, self.target_lang = source_lang, target_lang  # the run's data.direction
         if isinstance(model, CTranslate2Model):
             # The engine's compute type (e.g. int8) was set when it loaded; autocast is torch's.
             self.device = torch.device(model.device)
@@ -211,15 +233,17 @@ class Translator:
         decode = decode or to_schema(restored.config["decoding"], DecodingConfig)
         if decoding:
             decode = with_overrides(decode, decoding, "decoding")
-        corpus = restored.config["data"]["corpus"]
+        data = run_data(restored.config)
         return cls(
             restored.model,
             restored.src_tok,
             restored.tgt_tok,
             decode,
-            joiner_for(corpus["tgt_lang"]),
-            source_style=corpus["source_style"],
+            joiner_for(data.target_lang),
+            source_style=data.input_style,
             checkpoints=restored.checkpoints,
+            source_lang=data.source_lang,
+            target_lang=data.target_lang,
         )
 
     @classmethod
@@ -255,15 +279,17 @@ class Translator:
         decode = decode or to_schema(model.config["decoding"], DecodingConfig)
         if decoding:
             decode = with_overrides(decode, decoding, "decoding")
-        corpus = model.config["data"]["corpus"]
+        data = run_data(model.config)
         manifest = model.manifest
         return cls(
             model,
             model.src_tok,
             model.tgt_tok,
             decode,
-            joiner_for(corpus["tgt_lang"]),
-            source_style=corpus["source_style"],
+            joiner_for(data.target_lang),
+            source_style=data.input_style,
+            source_lang=data.source_lang,
+            target_lang=data.target_lang,
             checkpoints=[
                 CheckpointSummary(
                     Path(directory),
@@ -309,7 +335,8 @@ class Translator:
 
     def sentences(self, text: str) -> list[SourceSentence]:
         """What `translate` decodes for `text`: the sentences of each of its lines, cleaned, in
-        the corpus's style, and split into pieces the model can take (none for an empty text)."""
+        the corpus's style, and split into pieces the model can take (none for an empty text).
+        `split_sentences` knows English and Japanese punctuation alike, so either may be read."""
         sentences = []
         for line, text_line in enumerate(_lines(text)):
             for sentence in split_sentences(_clean(text_line)):
@@ -375,6 +402,10 @@ class Translator:
             tokens=[token for h in hyps for token in h.tokens],
             hit_max_len=any(h.hit_max_len for h in hyps),
         )
+
+
+def _direction(data: DataConfig) -> str:
+    return f"{data.source_lang}-{data.target_lang}"
 
 
 def _lines(text: str) -> list[str]:

@@ -1,6 +1,6 @@
-"""The evaluation stage: sacreBLEU scores for Japanese and the evaluation report.
+"""The evaluation stage: sacreBLEU scores (of Japanese or English) and the evaluation report.
 
-metrics.py  BLEU (ja-mecab), chrF, character BLEU, with their signatures
+metrics.py  BLEU (ja-mecab or 13a, by target language), chrF, character BLEU, with signatures
 report.py   metrics.json, hypotheses.txt, BLEU by source length
 corpora.py  splits of several corpora: an even spread of their rows, scores per corpus
 numbers.py  the numbers a text writes in digits (fidelity's and the number repair's notion)

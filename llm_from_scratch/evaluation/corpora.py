@@ -47,13 +47,14 @@ def spread_rows(corpora: Sequence[str], total: int) -> list[int]:
 
 
 def scores_by_corpus(
-    hypotheses: Sequence[str], references: Sequence[str], corpora: Sequence[str]
+    hypotheses: Sequence[str], references: Sequence[str], corpora: Sequence[str], language: str
 ) -> dict[str, CorpusScores]:
-    """`corpus_scores` of each corpus's rows, when there are several corpora (else empty)."""
+    """`corpus_scores` of each corpus's rows (written in `language`), when there are several
+    corpora (else empty)."""
     rows = rows_by_corpus(corpora)
     if len(rows) < 2:
         return {}
     return {
-        corpus: corpus_scores([hypotheses[i] for i in own], [references[i] for i in own])
+        corpus: corpus_scores([hypotheses[i] for i in own], [references[i] for i in own], language)
         for corpus, own in rows.items()
     }

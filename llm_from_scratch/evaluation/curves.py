@@ -14,7 +14,7 @@ from llm_from_scratch.errors import UserError
 PANELS = (
     ("train/loss", "training loss (label-smoothed, per target token)"),
     ("dev/loss", "dev loss (per target token)"),
-    ("dev/bleu", "dev BLEU, greedy (ja-mecab)"),
+    ("dev/bleu", "dev BLEU, greedy (ja-mecab or 13a: the target's words)"),
 )
 
 

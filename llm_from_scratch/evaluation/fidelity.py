@@ -9,8 +9,8 @@ units (12万円 for 120,000) do not count: the metric is strict, and the referen
 tests/data/everyday.ja write numbers in digits.
 
 A loop is an output that repeats some 4-gram 3 times while its source repeats none; n-grams are
-words as BLEU counts them (MeCab for Japanese, sacreBLEU's 13a for the English source), so the
-count does not depend on the model's vocabulary.
+words as BLEU counts them in each side's language (MeCab for Japanese, sacreBLEU's 13a for
+English), so the count does not depend on the model's vocabulary.
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-from llm_from_scratch.evaluation.metrics import japanese_bleu
+from llm_from_scratch.evaluation.metrics import word_bleu
 from llm_from_scratch.evaluation.numbers import numbers
 
 LOOP_NGRAM = 4
@@ -74,14 +72,17 @@ def has_loop(words: Sequence[Hashable], n: int = LOOP_NGRAM, times: int = LOOP_T
 def looping_outputs(
     sources: Sequence[str],
     hypotheses: Sequence[str],
+    source_lang: str,
+    target_lang: str,
     segment_target: Callable[[str], str] | None = None,
 ) -> list[int]:
-    """Positions of the hypotheses that repeat a 4-gram 3 times where their source does not.
+    """Positions of the hypotheses (in `target_lang`) that repeat a 4-gram 3 times where their
+    source (in `source_lang`) does not; words as BLEU cuts them in each language.
 
-    `segment_target` splits a hypothesis into space-separated words; by default BLEU's MeCab.
+    `segment_target` splits a hypothesis into space-separated words instead of BLEU.
     """
-    segment = segment_target or japanese_bleu().tokenizer
-    source_words = Tokenizer13a()
+    segment = segment_target or word_bleu(target_lang).tokenizer
+    source_words = word_bleu(source_lang).tokenizer
     return [
         index
         for index, (source, hypothesis) in enumerate(zip(sources, hypotheses, strict=True))

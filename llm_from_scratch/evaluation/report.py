@@ -9,7 +9,7 @@ from typing import Any
 
 from llm_from_scratch.atomic import atomic_writer
 from llm_from_scratch.evaluation.fidelity import has_loop
-from llm_from_scratch.evaluation.metrics import bleu
+from llm_from_scratch.evaluation.metrics import bleu, bleu_tokenizer
 
 # Upper bounds (inclusive) of the source-length buckets, in whitespace-separated source words:
 # a measure that does not depend on the tokenizer, so runs with different vocabularies compare.
@@ -27,9 +27,11 @@ def length_bucket(words: int) -> str:
 
 
 def bleu_by_source_length(
-    sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str]
+    sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str], language: str
 ) -> dict[str, dict[str, float | int]]:
-    """BLEU (ja-mecab) of each source-length bucket that has sentences, shortest first."""
+    """BLEU (words as the target `language` needs) of each source-length bucket that has
+    sentences, shortest first."""
+    tokenize = bleu_tokenizer(language)
     buckets: dict[str, list[int]] = {}
     for index, source in enumerate(sources):
         buckets.setdefault(length_bucket(len(source.split())), []).append(index)
@@ -37,7 +39,9 @@ def bleu_by_source_length(
     return {
         label: {
             "sentences": len(indices),
-            "bleu": bleu([hypotheses[i] for i in indices], [references[i] for i in indices]).score,
+            "bleu": bleu(
+                [hypotheses[i] for i in indices], [references[i] for i in indices], tokenize
+            ).score,
         }
         for label, indices in ordered
     }

@@ -23,7 +23,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from llm_from_scratch.decoding.translator import (
     Translator,
     joiner_for,
     restore_models,
+    run_data,
 )
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import ConfigError, check_choice
@@ -148,8 +149,8 @@ def evaluate(config: EvaluateConfig) -> int:
         check_directory(output_dir, "output_dir")  # before decoding, which takes a while
     for summary in translator.checkpoints:
         print(f"model: {summary}", file=sys.stderr)
-    data = config.data or to_schema(run_config["data"], DataConfig)
-    translator.joiner = joiner_for(data.corpus.tgt_lang)
+    data = _scored_data(config.data, to_schema(run_config["data"], DataConfig))
+    translator.joiner = joiner_for(data.target_lang)
     datasets.disable_progress_bars()  # stderr has the translation's own
     fetch_data(data, config.paths)
     pairs = load_split(data, config.split, config.paths)
@@ -175,23 +176,35 @@ def evaluate(config: EvaluateConfig) -> int:
             bar.update(1)
     seconds = time.perf_counter() - start
 
+    languages = (data.source_lang, data.target_lang)
     metrics = {
         "checkpoint": str(checkpoint),
         "ensemble": config.ensemble,
         "dataset": data.name,
+        "direction": f"{data.source_lang}-{data.target_lang}",
         "split": config.split,
         "device": str(translator.device),
         "engine": config.engine,
         "decoding": asdict(config.decoding),
-        # Word-level BLEU only where the references keep a corpus's segmentation.
-        **score(sources, translations, references, segmented=is_segmented(references)),
-        **scores_per_corpus(sources, translations, references, corpora),
+        **score(sources, translations, references, languages, segmented_ja(references, languages)),
+        **scores_per_corpus(sources, translations, references, corpora, languages),
         "seconds": seconds,
         "sentences_per_second": len(translations) / seconds if seconds > 0 else None,
     }
     write_evaluation(output_dir, [t.text for t in translations], metrics)
     _print_summary(metrics, output_dir)
     return 0
+
+
+def _scored_data(chosen: DataConfig | None, trained: DataConfig) -> DataConfig:
+    """The data to score on: the run's own, or the `--data` corpus read in the model's direction
+    (which the model, not that corpus's config, decides)."""
+    if chosen is None:
+        return trained
+    try:
+        return replace(chosen, direction=f"{trained.source_lang}-{trained.target_lang}")
+    except ConfigError as error:
+        raise ConfigError(f"--data {chosen.name} cannot score this model: {error}") from None
 
 
 def _load_translator(config: EvaluateConfig, model: Path) -> tuple[Translator, dict[str, Any]]:
@@ -201,12 +214,15 @@ def _load_translator(config: EvaluateConfig, model: Path) -> tuple[Translator, d
         translator = Translator.from_export(model, config.device, decode=config.decoding)
         return translator, translator.model.config
     restored = restore_models([model, *config.ensemble], resolve_device(config.device))
+    trained = run_data(restored.config)
     translator = Translator(
         restored.model,
         restored.src_tok,
         restored.tgt_tok,
         config.decoding,
         checkpoints=restored.checkpoints,
+        source_lang=trained.source_lang,
+        target_lang=trained.target_lang,
     )
     return translator, restored.config
 
@@ -311,9 +327,11 @@ def score(
     sources: Sequence[str],
     translations: Sequence[Translation],
     references: Sequence[str],
+    languages: tuple[str, str],
     segmented: bool,
 ) -> dict[str, Any]:
-    """The scores of `metrics.json`.
+    """The scores of `metrics.json`. `languages`: the sources' and the translations' (BLEU cuts
+    words as the target language needs).
 
     `segmented`: the references keep a corpus's word segmentation (small_parallel_enja with
     data.corpus.detokenize_ja=false).
@@ -325,20 +343,29 @@ def score(
     plain_hyps = [detokenize_ja(h) for h in hypotheses] if segmented else hypotheses
     plain_refs = [detokenize_ja(r) for r in references] if segmented else list(references)
     metrics: dict[str, Any] = {"sentences": len(hypotheses)}
-    metrics.update(corpus_scores(plain_hyps, plain_refs).to_dict())
+    source_lang, target_lang = languages
+    metrics.update(corpus_scores(plain_hyps, plain_refs, target_lang).to_dict())
     if segmented:
         segmented_bleu = bleu(hypotheses, references, tokenize="none")
         metrics["bleu_segmented"] = segmented_bleu.score
         metrics["bleu_segmented_detail"] = str(segmented_bleu)
-    metrics["bleu_by_source_length"] = bleu_by_source_length(sources, plain_hyps, plain_refs)
+    metrics["bleu_by_source_length"] = bleu_by_source_length(
+        sources, plain_hyps, plain_refs, target_lang
+    )
     metrics["hit_max_len"] = sum(t.candidates[0].hit_max_len for t in translations if t.candidates)
     metrics[f"repeated_{REPEAT_NGRAM}gram"] = sum(
         has_repeated_ngram(t.candidates[0].tokens) for t in translations if t.candidates
     )
     metrics["number_fidelity"] = number_fidelity(sources, plain_hyps).to_dict()
     # Outputs repeating a word 4-gram 3 times where their source does not: loops.
-    metrics["loops"] = len(looping_outputs(sources, plain_hyps))
+    metrics["loops"] = len(looping_outputs(sources, plain_hyps, source_lang, target_lang))
     return metrics
+
+
+def segmented_ja(references: Sequence[str], languages: tuple[str, str]) -> bool:
+    """Whether word-level BLEU is added: only where Japanese references keep a corpus's
+    segmentation."""
+    return languages[1] == "ja" and is_segmented(references)
 
 
 def scores_per_corpus(
@@ -346,6 +373,7 @@ def scores_per_corpus(
     translations: Sequence[Translation],
     references: Sequence[str],
     corpora: Sequence[str],
+    languages: tuple[str, str],
 ) -> dict[str, Any]:
     """`{"corpora": {corpus: scores}}` where the split mixes several corpora (else nothing): each
     corpus scored alone, as `score` scores a split, without the signatures the overall scores
@@ -360,14 +388,18 @@ def scores_per_corpus(
             [sources[i] for i in positions],
             [translations[i] for i in positions],
             own_refs,
-            segmented=is_segmented(own_refs),
+            languages,
+            segmented=segmented_ja(own_refs, languages),
         )
         by_corpus[corpus] = {k: v for k, v in scores.items() if not k.endswith("_signature")}
     return {"corpora": by_corpus}
 
 
 def _print_summary(metrics: dict[str, Any], output_dir: Path) -> None:
-    print(f"{metrics['dataset']} {metrics['split']}: {metrics['sentences']} sentences")
+    print(
+        f"{metrics['dataset']} {metrics['split']} ({metrics['direction']}): "
+        f"{metrics['sentences']} sentences"
+    )
     print(f"BLEU  {metrics['bleu']:.2f}  {metrics['bleu_signature']}")
     print(f"chrF  {metrics['chrf']:.2f}  {metrics['chrf_signature']}")
     print(f"char BLEU  {metrics['char_bleu']:.2f}  {metrics['char_bleu_signature']}")

@@ -122,6 +122,10 @@ def prepare_data(config: TrainConfig) -> DataModule:
     return data
 
 
+# What the command shown at a run's end translates, in the language the model reads.
+EXAMPLE_INPUTS = {"en": "Hello.", "ja": "こんにちは。"}
+
+
 def summary(final: FinalModel, config: TrainConfig, seconds: float) -> list[str]:
     """The last lines of a run: which model it hands over, its scores, how to use it."""
     if final.test is None:
@@ -142,7 +146,8 @@ def translate_command(config: TrainConfig, model: Path) -> str:
     script = project_root() / "scripts" / "translate.py"
     by_name = Path(config.paths.run_dir or "") == config.paths.run(config.name)
     choice = f"--run {shlex.quote(config.name)}" if by_name else f"--checkpoint {shown(model)}"
-    return f'{shown(Path(sys.executable))} {shown(script)} {choice} "Hello."'
+    example = EXAMPLE_INPUTS.get(config.data.source_lang, EXAMPLE_INPUTS["en"])
+    return f'{shown(Path(sys.executable))} {shown(script)} {choice} "{example}"'
 
 
 def shown(path: Path | str) -> str:

@@ -66,10 +66,9 @@ def run(config: TokenizerJobConfig) -> None:
     elapsed = time.perf_counter() - start
     print(f"{'loaded' if existed else 'trained'} in {elapsed:.1f}s")
     src_texts, tgt_texts = sample_train_texts(config.data, config.tokenizer, config.paths)
-    corpus = config.data.corpus
     for lang, tok, texts, path in (
-        (corpus.src_lang, src_tok, src_texts, src_path),
-        (corpus.tgt_lang, tgt_tok, tgt_texts, tgt_path),
+        (config.data.source_lang, src_tok, src_texts, src_path),
+        (config.data.target_lang, tgt_tok, tgt_texts, tgt_path),
     ):
         stats = compression_stats(tok, texts)
         print(

@@ -12,7 +12,8 @@ Each line is split into sentences, every sentence is translated, and the line's 
 are joined: one output line per input line, however many sentences it holds (an argument with
 line breaks counts as its lines). The model is the final one of run `default`
 (runs/default/averaged.pt, else best.pt) unless --run or --checkpoint says otherwise; which one,
-with its step and dev BLEU, goes to stderr.
+with its step and dev BLEU, goes to stderr. The model knows its direction (the run's
+data.direction): a ja-en model reads Japanese and writes English.
 Translations of a file or stdin are written as they are done, in input order, so an interrupted
 run keeps what it translated. With --nbest N > 1 each input gives N lines
 `<input line number>\\t<score>\\t<translation>`.
@@ -46,6 +47,7 @@ from llm_from_scratch.programs.arguments import (
 from llm_from_scratch.programs.common import run_main
 
 _DECODING_PREFIX = "decoding."
+LANGUAGE_NAMES = {"en": "English", "ja": "Japanese"}  # in the interactive prompt's greeting
 
 
 def main(argv: Sequence[str]) -> int:
@@ -54,7 +56,7 @@ def main(argv: Sequence[str]) -> int:
         check_input_file(args.input)  # before the model loads, which takes a while
     translator = load_translator(args, decoding)
     if isinstance(sys.stdout, io.TextIOWrapper):
-        # Translations are Japanese: write UTF-8 whatever the locale says.
+        # Translations may be Japanese: write UTF-8 whatever the locale says.
         sys.stdout.reconfigure(encoding="utf-8", errors="replace")
     try:
         if args.texts:
@@ -199,10 +201,11 @@ def write(
 
 
 def _interactive(translator: Translator) -> None:
-    print("Type English text and press Enter; Ctrl-D quits.", file=sys.stderr)
+    language = LANGUAGE_NAMES.get(translator.source_lang, translator.source_lang)
+    print(f"Type {language} text and press Enter; Ctrl-D quits.", file=sys.stderr)
     while True:
         try:
-            line = input("en> ")
+            line = input(f"{translator.source_lang}> ")
         except (EOFError, KeyboardInterrupt):
             print(file=sys.stderr)
             return

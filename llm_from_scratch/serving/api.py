@@ -44,8 +44,9 @@ class TranslateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     texts: list[str] = Field(
-        description="English texts, one translation each: every sentence of a text is "
-        "translated, and its line breaks kept"
+        description="texts in the model's source language (`model.direction` of "
+        "/api/health), one translation each: every sentence of a text is translated, and its "
+        "line breaks kept"
     )
     beam: int | None = Field(None, description="beam size, 1 for greedy (default: the model's)")
     nbest: int = Field(1, description="candidates returned per text, at most beam")

@@ -73,6 +73,7 @@ class ModelInfo:
     ensemble: int  # checkpoints decoding together
     beam: int  # a request's default beam size
     engine: str  # torch, or ctranslate2 (an export; `checkpoint` is its directory)
+    direction: str  # "<source>-<target>", the run's data.direction: "en-ja", "ja-en"
 
 
 class Abandoned(Exception):
@@ -92,6 +93,7 @@ class TranslationService:
             ensemble=len(translator.checkpoints),
             beam=translator.decode.beam_size,
             engine="ctranslate2" if isinstance(translator.model, CTranslate2Model) else "torch",
+            direction=f"{translator.source_lang}-{translator.target_lang}",
         )
         self._translators = {(translator.decode.beam_size, translator.decode.nbest): translator}
         # Checked at each encoder and decoder call, i.e. between decoding steps: a batch whose
@@ -157,6 +159,8 @@ class TranslationService:
                 use_cache=base.use_cache,
                 source_style=base.source_style,
                 checkpoints=base.checkpoints,
+                source_lang=base.source_lang,
+                target_lang=base.target_lang,
             )
         return self._translators[beam, nbest]
 

@@ -63,11 +63,13 @@ def _stream(train: datasets.Dataset, side: str) -> Iterator[str]:
 def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
     """Everything a trained tokenizer depends on: the whole tokenizer config, the pre-tokenizer
     pattern it is trained with (its name's latest version: a new version must not pick up a file
-    trained with an older one) and the settings that say which texts the train split holds
-    (`data.corpus`; a mixture's members)."""
+    trained with an older one), the settings that say which texts the train split holds
+    (`data.corpus`; a mixture's members), and which side the model reads (`data.direction`: the
+    source and target tokenizers normalize differently)."""
     settings = {
         "dataset": data_cfg.name,
         "corpus": asdict(data_cfg.corpus),
+        "direction": f"{data_cfg.source_lang}-{data_cfg.target_lang}",
         "tokenizer": asdict(tok_cfg),
         "pattern": PRETOKENIZERS[tok_cfg.pretokenizer],
     }
@@ -91,15 +93,15 @@ def tokenizer_paths(
     settings = json.dumps(tokenizer_settings(data_cfg, tok_cfg), sort_keys=True)
     digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
     directory = Path(paths.tokenizer_dir)
-    corpus = data_cfg.corpus
+    source, target = data_cfg.source_lang, data_cfg.target_lang
 
     def path(lang: str) -> Path:
         return directory / f"{data_cfg.name}.{lang}.bpe{tok_cfg.vocab_size}.{digest}.json"
 
     if tok_cfg.shared:
-        shared = path(f"{corpus.src_lang}-{corpus.tgt_lang}")
+        shared = path(f"{source}-{target}")
         return shared, shared
-    return path(corpus.src_lang), path(corpus.tgt_lang)
+    return path(source), path(target)
 
 
 def load_or_train_tokenizers(
@@ -115,21 +117,21 @@ def load_or_train_tokenizers(
         texts = texts or sample_train_texts(data_cfg, tok_cfg, paths)
         return texts
 
-    corpus = data_cfg.corpus
+    source_lang, target_lang = data_cfg.source_lang, data_cfg.target_lang
     if tok_cfg.shared:
         shared = _load_or_train(
             src_path,
             tok_cfg,
             lambda: [*train_texts()[0], *train_texts()[1]],
-            f"shared {corpus.src_lang}-{corpus.tgt_lang}",
+            f"shared {source_lang}-{target_lang}",
             tok_cfg.normalization,
         )
         return shared, shared
     source = _load_or_train(
-        src_path, tok_cfg, lambda: train_texts()[0], corpus.src_lang, tok_cfg.normalization
+        src_path, tok_cfg, lambda: train_texts()[0], source_lang, tok_cfg.normalization
     )
     target = _load_or_train(
-        tgt_path, tok_cfg, lambda: train_texts()[1], corpus.tgt_lang, tok_cfg.target_normalization
+        tgt_path, tok_cfg, lambda: train_texts()[1], target_lang, tok_cfg.target_normalization
     )
     return source, target
 

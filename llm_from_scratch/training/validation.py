@@ -50,6 +50,7 @@ class Validator:
         # Greedy: a fraction of beam search's time, and it tracks beam's BLEU closely enough to
         # compare checkpoints.
         self.greedy = replace(config.decoding, beam_size=1, nbest=1, no_repeat_ngram_size=0)
+        self.target_lang = config.data.target_lang  # BLEU cuts words as this language needs
         dev = data.splits["dev"]
         corpora = corpus_labels(dev, data.cfg.name)
         chosen = spread_rows(corpora, config.training.dev_bleu_sentences)
@@ -74,13 +75,13 @@ class Validator:
             tokens += batch.tgt_tokens
         hypotheses = self.translate(self.bleu_subset["src_ids"], self.bleu_subset["src"])
         references = self.bleu_subset["tgt"]
-        scores = corpus_scores(hypotheses, references)
+        scores = corpus_scores(hypotheses, references, self.target_lang)
         metrics = {
             "loss": loss / max(tokens, 1),
             "perplexity": math.exp(min(loss / max(tokens, 1), 50.0)),
             "bleu": scores.bleu,
             "chrf": scores.chrf,
-            **per_corpus_metrics(hypotheses, references, self.subset_corpora),
+            **per_corpus_metrics(hypotheses, references, self.subset_corpora, self.target_lang),
         }
         log.scalars({f"{tag}/{name}": value for name, value in metrics.items()}, step)
         log.text(f"{tag}/examples", self._examples_table(hypotheses), step)
@@ -98,12 +99,12 @@ class Validator:
         self.model.eval()
         hypotheses, references = self.translate(test["src_ids"], test["src"]), test["tgt"]
         self.model.train()
-        scores = corpus_scores(hypotheses, references)
+        scores = corpus_scores(hypotheses, references, self.target_lang)
         corpora = corpus_labels(test, self.data.cfg.name)
         metrics = {
             "bleu": scores.bleu,
             "chrf": scores.chrf,
-            **per_corpus_metrics(hypotheses, references, corpora),
+            **per_corpus_metrics(hypotheses, references, corpora, self.target_lang),
         }
         log.scalars({f"test/{name}": value for name, value in metrics.items()}, step)
         return metrics
@@ -189,11 +190,11 @@ def corpus_metric(corpus: str, name: str) -> str:
 
 
 def per_corpus_metrics(
-    hypotheses: list[str], references: list[str], corpora: list[str]
+    hypotheses: list[str], references: list[str], corpora: list[str], language: str
 ) -> dict[str, float]:
     """BLEU and chrF of each corpus, under `corpus_metric`'s keys; none for one corpus."""
     metrics = {}
-    for corpus, scores in scores_by_corpus(hypotheses, references, corpora).items():
+    for corpus, scores in scores_by_corpus(hypotheses, references, corpora, language).items():
         metrics[corpus_metric(corpus, "bleu")] = scores.bleu
         metrics[corpus_metric(corpus, "chrf")] = scores.chrf
     return metrics

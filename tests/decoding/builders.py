@@ -9,7 +9,7 @@ is what batching, early stopping and beam bookkeeping need to be exercised.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +92,13 @@ def train_copy_model(tok: BPETokenizer) -> Seq2SeqTransformer:
     return model.double().eval()
 
 
-def save_tiny_checkpoint(path: Path, tok: BPETokenizer) -> Path:
-    """An untrained `model=tiny` saved as a run's checkpoint, for the command-line tests."""
+def save_tiny_checkpoint(path: Path, tok: BPETokenizer, overrides: Sequence[str] = ()) -> Path:
+    """An untrained `model=tiny` saved as a run's checkpoint, for the command-line tests;
+    `overrides` change the run's config (e.g. `data.direction=ja-en`)."""
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = to_schema(compose("train", ["model=tiny", "decoding=greedy"]), TrainConfig)
+        config = to_schema(
+            compose("train", ["model=tiny", "decoding=greedy", *overrides]), TrainConfig
+        )
     torch.manual_seed(0)
     model = Seq2SeqTransformer(config.model, tok.vocab_size, tok.vocab_size, tok.pad_id)
     save_checkpoint(path, inference_state(model, tok, tok, config))

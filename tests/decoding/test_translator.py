@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from llm_from_scratch import precision as precision_module
+from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.decoding import translator as translator_module
 from llm_from_scratch.decoding.batched import decode_pieces, length_batches
@@ -16,6 +17,8 @@ from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import InputError, Translator
 from llm_from_scratch.errors import ConfigError
 from tests.decoding.builders import answering
+
+from .builders import save_tiny_checkpoint
 
 GREEDY = DecodingConfig(beam_size=1, length_penalty=0.0, max_len_a=1.0, max_len_b=5)
 
@@ -234,3 +237,33 @@ def test_each_sentence_gets_its_own_numbers_back_unless_switched_off(
     else:  # the decoded text as it is
         assert translation.text == "1959年に3人。" * 3 + "\n1959年に3人。"
     assert translation.candidates[0].tokens == tokenizer.encode("1959年に3人。") * 4
+
+
+# ---- direction -----------------------------------------------------------------------------------
+
+
+def test_a_ja_en_checkpoint_reads_raw_japanese_and_writes_spaced_english(tokenizer, tmp_path):
+    forward = Translator.from_checkpoint(save_tiny_checkpoint(tmp_path / "a.pt", tokenizer))
+    path = save_tiny_checkpoint(tmp_path / "b.pt", tokenizer, ["data.direction=ja-en"])
+    backward = Translator.from_checkpoint(path)
+    # small_parallel_enja's lowercased, tokenized style is its English side's: en-ja input only.
+    assert (forward.source_lang, forward.target_lang) == ("en", "ja")
+    assert (forward.joiner, forward.source_style) == ("", "lowercase_tokenized")
+    assert (backward.source_lang, backward.target_lang) == ("ja", "en")
+    assert (backward.joiner, backward.source_style) == (" ", "raw")
+
+
+def test_a_checkpoint_from_before_directions_translates_its_corpus_order(tokenizer, tmp_path):
+    path = save_tiny_checkpoint(tmp_path / "old.pt", tokenizer)
+    state = load_checkpoint(path)
+    del state["config"]["data"]["direction"]
+    save_checkpoint(path, state)
+    translator = Translator.from_checkpoint(path)
+    assert (translator.source_lang, translator.target_lang, translator.joiner) == ("en", "ja", "")
+
+
+def test_an_ensemble_of_two_directions_is_refused(tokenizer, tmp_path):
+    forward = save_tiny_checkpoint(tmp_path / "a.pt", tokenizer)
+    backward = save_tiny_checkpoint(tmp_path / "b.pt", tokenizer, ["data.direction=ja-en"])
+    with pytest.raises(CheckpointError, match="direction 'ja-en' != 'en-ja'"):
+        Translator.from_checkpoint(forward, ensemble=[backward])

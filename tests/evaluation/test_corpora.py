@@ -71,10 +71,10 @@ def test_scores_by_corpus_equal_each_corpus_scored_alone():
     references = ["猫がマットに座った。", "彼は学生だ。", "今日は雨だ。", "私は本を読む。"]
     hypotheses = ["猫がマットに座った。", "彼は先生だ。", "明日は雨だ。", "私は本を読む。"]
     corpora = ["enja", "tanaka", "enja", "tanaka"]
-    scores = scores_by_corpus(hypotheses, references, corpora)
+    scores = scores_by_corpus(hypotheses, references, corpora, "ja")
     assert list(scores) == ["enja", "tanaka"]
     for corpus, own in (("enja", [0, 2]), ("tanaka", [1, 3])):
-        alone = corpus_scores([hypotheses[i] for i in own], [references[i] for i in own])
+        alone = corpus_scores([hypotheses[i] for i in own], [references[i] for i in own], "ja")
         assert scores[corpus] == alone
     assert scores["enja"].bleu != scores["tanaka"].bleu
-    assert scores_by_corpus(hypotheses, references, ["enja"] * 4) == {}
+    assert scores_by_corpus(hypotheses, references, ["enja"] * 4, "ja") == {}

@@ -41,7 +41,11 @@ def test_score_counts_max_len_and_repeats():
         translation("", []),
     ]
     metrics = evaluate_cli.score(
-        ["a cat", "a dog", "x"], translations, ["猫です。", "犬だ。", "鳥"], segmented=False
+        ["a cat", "a dog", "x"],
+        translations,
+        ["猫です。", "犬だ。", "鳥"],
+        ("en", "ja"),
+        segmented=False,
     )
     assert metrics["hit_max_len"] == 1
     assert metrics["repeated_4gram"] == 1
@@ -51,8 +55,12 @@ def test_score_counts_max_len_and_repeats():
 
 def test_segmented_corpus_scores_without_spaces_and_adds_segmented_bleu():
     hyps, refs = ["彼 は 学生 だ 。"], ["彼 は 先生 だ 。"]
-    metrics = evaluate_cli.score(["he"], [translation(hyps[0], [])], refs, segmented=True)
-    assert metrics["bleu"] == pytest.approx(bleu(["彼は学生だ。"], ["彼は先生だ。"]).score)
+    metrics = evaluate_cli.score(
+        ["he"], [translation(hyps[0], [])], refs, ("en", "ja"), segmented=True
+    )
+    assert metrics["bleu"] == pytest.approx(
+        bleu(["彼は学生だ。"], ["彼は先生だ。"], "ja-mecab").score
+    )
     assert metrics["bleu_segmented"] == pytest.approx(bleu(hyps, refs, tokenize="none").score)
 
 
@@ -277,7 +285,7 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
     hypotheses = one_hyps.splitlines()
     references = loaded[0]["tgt"][:10]  # unsegmented: the corpus's detokenize_ja is on
     tanaka = [6, 7, 8, 9]
-    alone = corpus_scores([hypotheses[i] for i in tanaka], [references[i] for i in tanaka])
+    alone = corpus_scores([hypotheses[i] for i in tanaka], [references[i] for i in tanaka], "ja")
     assert corpora["tanaka"]["bleu"] == pytest.approx(alone.bleu)
     assert corpora["tanaka"]["chrf"] == pytest.approx(alone.chrf)
     lines = mixed_out.splitlines()

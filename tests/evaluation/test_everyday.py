@@ -30,7 +30,7 @@ def test_the_list_is_aligned_and_its_references_keep_every_number():
     assert len(set(sources)) == SENTENCES
     fidelity = number_fidelity(sources, references)
     assert (fidelity.source_numbers, fidelity.kept) == (NUMBERS, NUMBERS)
-    assert looping_outputs(sources, references) == []
+    assert looping_outputs(sources, references, "en", "ja") == []
     assert sum(len(line.split()) >= 25 for line in sources) >= 10  # long sentences
     assert sum(line.count("。") >= 2 for line in references) >= 8  # lines of several sentences
 
@@ -68,6 +68,7 @@ def test_evaluate_scores_the_everyday_list(tmp_path, capsys):
     expected = number_fidelity(read_lines("everyday.en"), hypotheses).to_dict()
     assert metrics["number_fidelity"] == expected
     assert expected["source_numbers"] == NUMBERS
-    assert metrics["loops"] == len(looping_outputs(read_lines("everyday.en"), hypotheses))
+    loops = looping_outputs(read_lines("everyday.en"), hypotheses, "en", "ja")
+    assert metrics["loops"] == len(loops)
     assert 0.0 <= metrics["chrf"] <= 100.0 and "tok:ja-mecab" in metrics["bleu_signature"]
     assert "numbers kept: " in capsys.readouterr().out

@@ -44,5 +44,19 @@ def test_looping_outputs_skip_sources_that_repeat_themselves():
         "こんにちは。",
         "いやいやいやいやいやいや、いやと言った。",
     ]
-    assert looping_outputs(sources, hypotheses) == [0]
-    assert looping_outputs(sources, hypotheses, segment_target=lambda text: " ".join(text)) == [0]
+    assert looping_outputs(sources, hypotheses, "en", "ja") == [0]
+    characters = looping_outputs(sources, hypotheses, "en", "ja", lambda text: " ".join(text))
+    assert characters == [0]
+
+
+def test_looping_outputs_cut_words_in_each_sides_language():
+    # A ja-en model: the English output loops in 13a words; the second source repeats a 4-gram
+    # three times in MeCab's words (猫 / が / 好き / 。), so its looping output does not count.
+    sources = ["猫が好き。", "猫が好き。猫が好き。猫が好き。"]
+    hypotheses = [
+        "I like cats. I like cats. I like cats.",
+        "I like cats. I like cats. I like cats.",
+    ]
+    assert looping_outputs(sources, hypotheses, "ja", "en") == [0]
+    # Read as English, the Japanese source is one 13a word and repeats nothing.
+    assert looping_outputs(sources, hypotheses, "en", "en") == [0, 1]

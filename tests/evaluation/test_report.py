@@ -26,13 +26,13 @@ def test_bleu_by_source_length_scores_each_bucket_on_its_own():
     sources = ["a b", "a b c d e f g", "x y"]
     hyps = ["これはテストです。", "猫が好きです。", "あれがテストです。"]
     refs = ["これはテストです。", "犬が好きです。", "これはテストです。"]
-    buckets = bleu_by_source_length(sources, hyps, refs)
+    buckets = bleu_by_source_length(sources, hyps, refs, "ja")
     assert list(buckets) == ["1-5", "6-10"]
     assert buckets["1-5"]["sentences"] == 2
     assert buckets["1-5"]["bleu"] == pytest.approx(
-        bleu([hyps[0], hyps[2]], [refs[0], refs[2]]).score
+        bleu([hyps[0], hyps[2]], [refs[0], refs[2]], "ja-mecab").score
     )
-    assert buckets["6-10"]["bleu"] == pytest.approx(bleu([hyps[1]], [refs[1]]).score)
+    assert buckets["6-10"]["bleu"] == pytest.approx(bleu([hyps[1]], [refs[1]], "ja-mecab").score)
 
 
 def test_repeated_ngram_detection():

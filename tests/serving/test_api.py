@@ -86,6 +86,7 @@ def test_health_names_the_model_and_the_limits(client, checkpoint):
         "ensemble": 1,
         "beam": 1,  # the tiny checkpoint's run decodes greedily
         "engine": "torch",
+        "direction": "en-ja",  # the run's data.direction, its corpus's order by default
     }
     assert health["limits"]["max_texts"] == 7
 

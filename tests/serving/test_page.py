@@ -11,14 +11,17 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import uvicorn
 
+from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.serving.api import STATIC, create_app
 from llm_from_scratch.serving.config import ServingConfig
 from llm_from_scratch.serving.service import TranslationService
+from tests.decoding.builders import save_tiny_checkpoint, tiny_tokenizer
 
 from .conftest import DEV_BLEU, STEP
 
@@ -47,7 +50,14 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture
 def server(service: TranslationService) -> Iterator[str]:
-    """The app on a free port, in a thread: its URL."""
+    """The app of the tiny en-ja model (`service`): its URL."""
+    with serving(service) as url:
+        yield url
+
+
+@contextmanager
+def serving(service: TranslationService) -> Iterator[str]:
+    """The app of `service` on a free port, in a thread, while the block runs: its URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -59,9 +69,11 @@ def server(service: TranslationService) -> Iterator[str]:
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/"
-    server.should_exit = True
-    thread.join()
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join()
 
 
 def test_typing_a_sentence_shows_its_translation_candidates_and_attention(browser, server):
@@ -72,6 +84,7 @@ def test_typing_a_sentence_shows_its_translation_candidates_and_attention(browse
     model = browser.find_element(By.ID, "model")
     WebDriverWait(browser, WAIT_S).until(lambda _: "step" in model.text)
     assert model.text == f"model: run tiny · step {STEP} · dev BLEU {DEV_BLEU:.1f}"
+    assert browser.find_element(By.ID, "direction").text == "English → Japanese"
     source = browser.find_element(By.ID, "source")
     source.clear()
     source.send_keys(SENTENCE)
@@ -136,3 +149,24 @@ def test_a_refused_request_shows_the_servers_error(browser, server):
 @pytest.mark.parametrize("path", sorted(Path(STATIC).iterdir()), ids=lambda path: path.name)
 def test_the_page_loads_nothing_from_elsewhere(path):
     assert not re.search(r"(https?:)?//[\w.-]+\.\w+/", path.read_text(encoding="utf-8"))
+
+
+def test_a_ja_en_model_gets_a_japanese_to_english_page(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    checkpoint = save_tiny_checkpoint(
+        tmp_path / "ja_en.pt", tiny_tokenizer(), ["data.direction=ja-en"]
+    )
+    service = TranslationService(Translator.from_checkpoint(checkpoint, device="cpu"), run=None)
+    with serving(service) as url:
+        browser.get(url)
+        heading = browser.find_element(By.ID, "direction")
+        WebDriverWait(browser, WAIT_S).until(lambda _: heading.text == "Japanese → English")
+        assert browser.title == "Japanese → English"
+        assert browser.find_element(By.ID, "source-language").text == "Japanese"
+        source = browser.find_element(By.ID, "source")
+        assert source.get_attribute("lang") == "ja"
+        assert source.get_attribute("placeholder") == "Japanese text"
+        assert source.get_attribute("value") == "切符を一枚買いたいです。"
+        assert browser.find_element(By.ID, "translation").get_attribute("lang") == "en"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.checkpoint import load_checkpoint
+from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.train import summary, translate_command
 from llm_from_scratch.training.report import FinalModel, format_elapsed, validation_line
@@ -161,6 +162,7 @@ def test_the_summary_names_the_model_its_scores_and_the_command(tmp_path, monkey
     class Config:
         name = "default"
         paths = PathsConfig(runs_dir=str(runs), run_dir=str(runs / "default"))
+        data = DataConfig(source="local")
 
     lines = summary(final, Config(), seconds=1805)
     assert lines[0] == (
@@ -187,10 +189,15 @@ def test_a_run_outside_runs_dir_is_translated_by_its_checkpoint(tmp_path):
     class Config:
         name = "smoke"
         paths = PathsConfig(runs_dir=str(tmp_path / "runs"), run_dir=str(tmp_path / "elsewhere"))
+        data = DataConfig(source="local")
 
     model = tmp_path / "elsewhere" / "best.pt"
     command = translate_command(Config(), model)
     assert command.endswith(f'scripts/translate.py --checkpoint {model} "Hello."')
+    Config.data = DataConfig(
+        source="local", direction="ja-en"
+    )  # the example is in the language the model reads
+    assert translate_command(Config(), model).endswith(f'--checkpoint {model} "こんにちは。"')
 
 
 @pytest.mark.slow

@@ -134,11 +134,13 @@ def test_dev_and_test_scores_per_corpus_equal_each_corpus_scored_alone(
         (test, data.splits["test"], "test"),
     ):
         references, corpora = rows["tgt"], rows[CORPUS_COLUMN]
-        overall = corpus_scores(translated[split], references)
+        overall = corpus_scores(translated[split], references, "ja")
         assert (metrics["bleu"], metrics["chrf"]) == (overall.bleu, overall.chrf)
         for corpus in ("copy_a", "copy_b"):
             own = [i for i, name in enumerate(corpora) if name == corpus]
-            alone = corpus_scores([translated[split][i] for i in own], [references[i] for i in own])
+            alone = corpus_scores(
+                [translated[split][i] for i in own], [references[i] for i in own], "ja"
+            )
             assert metrics[f"{corpus}/bleu"] == alone.bleu
             assert metrics[f"{corpus}/chrf"] == alone.chrf
         assert metrics["copy_a/bleu"] == pytest.approx(100.0)

@@ -3,6 +3,11 @@
 
 const $ = (id) => document.getElementById(id);
 let sentences = []; // the shown translation's sentences, each with its cross-attention or null
+// The languages the page can name, with the example it opens with in each.
+const LANGUAGES = {
+  en: { name: "English", example: "I would like to buy a ticket." },
+  ja: { name: "Japanese", example: "切符を一枚買いたいです。" },
+};
 
 async function showModel() {
   try {
@@ -15,8 +20,28 @@ async function showModel() {
     $("beam").value = model.beam;
     $("beam").max = health.limits.max_beam;
     $("source").maxLength = health.limits.max_chars;
+    showDirection(model.direction);
   } catch (error) {
     $("model").textContent = `model: unknown (${error.message})`;
+  }
+}
+
+// The page in the model's direction ("ja-en": Japanese → English): title, labels, example text,
+// and the lang of the input and of the outputs.
+function showDirection(direction) {
+  const [source, target] = direction.split("-");
+  const name = (code) => (LANGUAGES[code] ? LANGUAGES[code].name : code);
+  const title = `${name(source)} → ${name(target)}`;
+  document.title = title;
+  $("direction").textContent = title;
+  $("source-language").textContent = name(source);
+  $("source").placeholder = `${name(source)} text`;
+  $("source").lang = source;
+  $("translation").lang = target;
+  $("candidates").lang = target;
+  const examples = Object.values(LANGUAGES).map((language) => language.example);
+  if (LANGUAGES[source] && examples.includes($("source").value)) {
+    $("source").value = LANGUAGES[source].example; // not what the user typed
   }
 }
 
