@@ -153,7 +153,10 @@ def _in_direction(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
     corpus (a rename of the Arrow columns, no copy)."""
     if not cfg.reversed:
         return pairs
-    return pairs.rename_columns({"src": "tgt", "tgt": "src"})
+    others = [name for name in pairs.column_names if name not in ("src", "tgt")]  # `corpus`
+    return pairs.rename_columns({"src": "tgt", "tgt": "src"}).select_columns(
+        ["src", "tgt", *others]
+    )
 
 
 def _carve(cfg: CorpusSource, pairs: datasets.Dataset, split: str) -> datasets.Dataset:

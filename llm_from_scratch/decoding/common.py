@@ -36,6 +36,12 @@ class SpecialIds(Protocol):
     @property
     def eos_id(self) -> int: ...
 
+    @property
+    def zero_ids(self) -> tuple[frozenset[int], frozenset[int]]: ...
+
+    @property
+    def vocab_size(self) -> int: ...
+
 
 @dataclass
 class Hypothesis:
@@ -54,19 +60,35 @@ def output_limits(src_mask: Tensor, a: float, b: int, max_positions: int) -> Ten
     return (a * src_lengths + b).floor().long().clamp(1, max_positions)
 
 
+def zero_run_masks(tok: SpecialIds, device: torch.device) -> tuple[Tensor, Tensor]:
+    """(vocab,) masks of `tok.zero_ids`: the zero runs and the separators of numbers."""
+    masks = []
+    for ids in tok.zero_ids:
+        mask = torch.zeros(tok.vocab_size, dtype=torch.bool, device=device)
+        mask[list(ids)] = True
+        masks.append(mask)
+    return masks[0], masks[1]
+
+
 def next_token_log_probs(
-    logits: Tensor, generated: Tensor, tok: SpecialIds, no_repeat_ngram_size: int
+    logits: Tensor,
+    generated: Tensor,
+    tok: SpecialIds,
+    no_repeat_ngram_size: int,
+    zero_runs: tuple[Tensor, Tensor] | None = None,
 ) -> Tensor:
     """logits (rows, vocab) → log-probabilities with the forbidden tokens at -inf.
 
     BOS and PAD are never outputs; with `no_repeat_ngram_size` = n, neither is a token that would
-    repeat an n-gram already in the row's `generated` ids (rows, steps).
+    repeat an n-gram already in the row's `generated` ids (rows, steps), unless the n-gram is a
+    number's zeros and separators (`zero_runs`, from `zero_run_masks`): 10000 and 1,000,000
+    repeat such n-grams when digits are tokens of their own.
     """
     if no_repeat_ngram_size > 0:
         # Banned before the softmax, so the allowed tokens share all of the probability, as in
         # CTranslate2's search: the exported model then scores and ranks hypotheses the same.
         logits = logits.clone()
-        _ban_repeated_ngrams(logits, generated, no_repeat_ngram_size)
+        _ban_repeated_ngrams(logits, generated, no_repeat_ngram_size, zero_runs)
     log_probs = log_softmax_upcast(logits)
     log_probs[:, [tok.bos_id, tok.pad_id]] = float("-inf")
     return log_probs
@@ -78,15 +100,22 @@ def log_softmax_upcast(logits: Tensor) -> Tensor:
     return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(dim=-1)
 
 
-def _ban_repeated_ngrams(logits: Tensor, generated: Tensor, n: int) -> None:
+def _ban_repeated_ngrams(
+    logits: Tensor, generated: Tensor, n: int, zero_runs: tuple[Tensor, Tensor] | None
+) -> None:
     """Set to -inf, in each row of `logits`, every token that would complete an n-gram of the
-    row's `generated` ids a second time. One pass over all rows: this runs at every step."""
+    row's `generated` ids a second time, zero runs spared. One pass over all rows: this runs at
+    every step."""
     steps = generated.size(1)
     if steps < n:
         return  # no complete n-gram yet
     windows = generated.unfold(1, n, 1)  # (rows, steps - n + 1, n): every n-gram so far
     context = generated[:, steps - n + 1 :]  # the n - 1 ids a new n-gram would start with
     repeats = (windows[:, :, :-1] == context[:, None, :]).all(dim=-1)
+    if zero_runs is not None:
+        zeros, separators = zero_runs
+        in_number = (zeros[windows] | separators[windows]).all(dim=-1)
+        repeats &= ~(in_number & zeros[windows].any(dim=-1))
     banned = torch.zeros(logits.shape, dtype=torch.int32, device=logits.device)
     banned.scatter_add_(1, windows[:, :, -1], repeats.to(torch.int32))
     logits.masked_fill_(banned > 0, float("-inf"))

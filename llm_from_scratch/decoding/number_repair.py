@@ -45,7 +45,12 @@ def repair_numbers(source: str, translation: str) -> str:
             _written_like(number, translation[replaced.start : replaced.end]),
         ]
         position = units.end() if units else replaced.end
-    return "".join(parts) + translation[position:]
+    repaired = "".join(parts) + translation[position:]
+    # A number written next to a separator can merge with its neighbour (０,０ → ０,１００ reads
+    # as one number): such a repair would change what it meant to restore.
+    if Counter(n.value for n in find_numbers(repaired)) != Counter(n.value for n in wanted):
+        return translation
+    return repaired
 
 
 def _unmatched(numbers: list[Number], others: list[Number]) -> list[Number]:

@@ -34,7 +34,13 @@ from tqdm import tqdm
 
 from llm_from_scratch.checkpoint import run_model
 from llm_from_scratch.data.config import SPLITS, DataConfig
-from llm_from_scratch.data.corpus import corpus_labels, detokenize_ja, is_segmented, load_split
+from llm_from_scratch.data.corpus import (
+    CORPUS_COLUMN,
+    corpus_labels,
+    detokenize_ja,
+    is_segmented,
+    load_split,
+)
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ctranslate2_engine import ENGINES
@@ -149,11 +155,13 @@ def evaluate(config: EvaluateConfig) -> int:
         check_directory(output_dir, "output_dir")  # before decoding, which takes a while
     for summary in translator.checkpoints:
         print(f"model: {summary}", file=sys.stderr)
-    data = _scored_data(config.data, to_schema(run_config["data"], DataConfig))
+    data, member = _scored_data(config.data, to_schema(run_config["data"], DataConfig))
     translator.joiner = joiner_for(data.target_lang)
     datasets.disable_progress_bars()  # stderr has the translation's own
     fetch_data(data, config.paths)
     pairs = load_split(data, config.split, config.paths)
+    if member is not None:
+        pairs = pairs.filter(lambda corpus: corpus == member, input_columns=CORPUS_COLUMN)
     corpora = corpus_labels(pairs, data.name)
     if config.limit is not None:  # the first of each corpus, so that a mixed split shows them all
         chosen = spread_rows(corpora, config.limit)
@@ -180,7 +188,7 @@ def evaluate(config: EvaluateConfig) -> int:
     metrics = {
         "checkpoint": str(checkpoint),
         "ensemble": config.ensemble,
-        "dataset": data.name,
+        "dataset": member or data.name,
         "direction": f"{data.source_lang}-{data.target_lang}",
         "split": config.split,
         "device": str(translator.device),
@@ -196,13 +204,17 @@ def evaluate(config: EvaluateConfig) -> int:
     return 0
 
 
-def _scored_data(chosen: DataConfig | None, trained: DataConfig) -> DataConfig:
-    """The data to score on: the run's own, or the `--data` corpus read in the model's direction
-    (which the model, not that corpus's config, decides)."""
+def _scored_data(chosen: DataConfig | None, trained: DataConfig) -> tuple[DataConfig, str | None]:
+    """The data to score on, and the corpus of its mixture to keep (None: all of it): the run's
+    own; a corpus of the run's mixture as the mixture reads it (in the model's source style); or
+    the `--data` corpus read in the model's direction (which the model, not that corpus's
+    config, decides)."""
     if chosen is None:
-        return trained
+        return trained, None
+    if chosen.name in trained.mixture:
+        return trained, chosen.name
     try:
-        return replace(chosen, direction=f"{trained.source_lang}-{trained.target_lang}")
+        return replace(chosen, direction=f"{trained.source_lang}-{trained.target_lang}"), None
     except ConfigError as error:
         raise ConfigError(f"--data {chosen.name} cannot score this model: {error}") from None
 

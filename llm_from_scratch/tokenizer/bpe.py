@@ -32,6 +32,8 @@ from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalizer
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD, RESERVED
 
 MAX_CACHED_PIECES = 1 << 18
+ZERO_CHARACTERS = frozenset("0\uff10")  # 0 and its full-width form
+SEPARATOR_CHARACTERS = (",", ".", "\uff0c", "\uff0e")  # and their full-width forms
 NO_MERGE = 1 << 62  # the rank of a pair that is never merged: above every token id
 
 
@@ -289,6 +291,20 @@ class BPETokenizer:
     def is_byte_token(self, token_id: int) -> bool:
         """True for the <0xNN> tokens that spell characters outside the alphabet."""
         return self._first_byte_id <= token_id < self._first_byte_id + NUM_BYTES
+
+    @cached_property
+    def zero_ids(self) -> tuple[frozenset[int], frozenset[int]]:
+        """(zeros, separators): the tokens that are runs of zeros, ASCII or full-width (a leading
+        space allowed), and the thousands and decimal separators. Numbers repeat n-grams of these
+        (10000, 1,000,000), which no-repeat n-gram bans must spare (decoding/common.py)."""
+        zeros, separators = set(), set()
+        for token_id in range(self._first_byte_id + NUM_BYTES, self.vocab_size):
+            text = self._token_bytes[token_id].decode("utf-8", "replace").lstrip(" ")
+            if text and set(text) <= ZERO_CHARACTERS:
+                zeros.add(token_id)
+            elif text in SEPARATOR_CHARACTERS:
+                separators.add(token_id)
+        return frozenset(zeros), frozenset(separators)
 
     def token_text(self, token_id: int) -> str:
         """Readable form of one token: special tokens by name, byte tokens as <0xNN>."""

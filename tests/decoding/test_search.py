@@ -11,7 +11,7 @@ from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.greedy import greedy_search
 from llm_from_scratch.evaluation.report import has_repeated_ngram
 
-from .builders import TINY, content_ids, pad_batch
+from .builders import TINY, content_ids, pad_batch, tiny_tokenizer
 
 LIMITS = {"max_len_a": 1.0, "max_len_b": 5}
 
@@ -160,6 +160,35 @@ def test_no_repeat_ngram_stops_a_model_that_loops(tokenizer, sources, n):
             assert len(h.tokens) > 3 * n and not has_repeated_ngram(h.tokens, n)
 
 
+class FixedLogitsModel(LoopingModel):
+    """LoopingModel with chosen favourite tokens, best first."""
+
+    def __init__(self, tok, favourites: list[int]) -> None:
+        super().__init__(tok)
+        self.logits = torch.zeros(tok.vocab_size, dtype=torch.float64)
+        self.logits[favourites] = torch.arange(len(favourites), 0, -1).double() * 3
+        self.logits[tok.eos_id] = -30.0
+
+
+def test_the_zeros_of_a_number_are_spared_by_the_no_repeat_ban(sources):
+    tok = tiny_tokenizer(("10000 yen", "1,000,000 people", "２００００円", "a b c d"))
+    [zero] = [i for i in tok.zero_ids[0] if tok.token_text(i) == "0"]
+    [comma] = [i for i in tok.zero_ids[1] if tok.token_text(i) == ","]
+    assert tok.encode("a") and tok.encode("a")[0] not in tok.zero_ids[0] | tok.zero_ids[1]
+    long_outputs = {"max_len_b": 30, "no_repeat_ngram_size": 3}
+    # 0 0 0 0 ... and 0 0 0 , 0 0 0 , ... repeat 3-grams, as numbers do: both are allowed.
+    for favourites in ([zero], [zero, comma]):
+        model = FixedLogitsModel(tok, favourites)
+        for h in greedy(model, tok, sources, **long_outputs):
+            assert h.tokens[:8] == [zero] * 8
+        for nbest in beam(model, tok, sources, **long_outputs):
+            assert nbest[0].tokens[:8] == [zero] * 8
+    # A loop of any other token is still stopped at its second 3-gram.
+    [a] = tok.encode("a")
+    for h in greedy(FixedLogitsModel(tok, [a, zero]), tok, sources, **long_outputs):
+        assert h.tokens[:4] == [a, a, a, zero]  # a fourth "a" would repeat "a a a"
+
+
 def test_nbest_are_distinct_and_best_first(copy_model, tokenizer, sources):
     for nbest in beam(copy_model, tokenizer, sources):
         assert len(nbest) == 3
@@ -252,5 +281,5 @@ def test_the_ngram_ban_equals_the_rule_written_out(n):
         expected = logits.clone()
         if steps >= n:
             _reference_ban(expected, generated, n)
-        _ban_repeated_ngrams(logits, generated, n)
+        _ban_repeated_ngrams(logits, generated, n, None)
         assert torch.equal(logits, expected)

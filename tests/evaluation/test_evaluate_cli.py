@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.corpus import CORPUS_COLUMN
 from llm_from_scratch.decoding.translator import Candidate, SentenceTranslation, Translation
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.evaluation.metrics import bleu, corpus_scores
 from llm_from_scratch.programs import evaluate as evaluate_cli
 from llm_from_scratch.programs.arguments import UsageError
+from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from tests.decoding.builders import save_tiny_checkpoint
 
@@ -217,7 +219,8 @@ def test_scores_per_corpus_equal_each_corpus_evaluated_alone():
     texts = ["猫です。", "彼 は 先生 だ 。", "3日雨だ。", "私 は 本 を 読む 。"]
     translations = [translation(text, [5, 6]) for text in texts]
     corpora = ["raw", "segmented", "raw", "segmented"]
-    section = evaluate_cli.scores_per_corpus(sources, translations, references, corpora)
+    languages = ("en", "ja")
+    section = evaluate_cli.scores_per_corpus(sources, translations, references, corpora, languages)
     assert list(section["corpora"]) == ["raw", "segmented"]
     for corpus, own in (("raw", [0, 2]), ("segmented", [1, 3])):
         refs = [references[i] for i in own]
@@ -225,6 +228,7 @@ def test_scores_per_corpus_equal_each_corpus_evaluated_alone():
             [sources[i] for i in own],
             [translations[i] for i in own],
             refs,
+            languages,
             segmented=corpus == "segmented",
         )
         assert section["corpora"][corpus] == {
@@ -232,7 +236,10 @@ def test_scores_per_corpus_equal_each_corpus_evaluated_alone():
         }
     assert section["corpora"]["raw"]["number_fidelity"]["kept"] == 1
     assert "bleu_segmented" in section["corpora"]["segmented"]
-    assert evaluate_cli.scores_per_corpus(sources, translations, references, ["x"] * 4) == {}
+    assert (
+        evaluate_cli.scores_per_corpus(sources, translations, references, ["x"] * 4, languages)
+        == {}
+    )
 
 
 def test_evaluate_scores_each_corpus_of_a_mixed_split(
@@ -307,3 +314,14 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
         "enja": 2,
         "tanaka": 2,
     }
+
+
+def test_a_corpus_of_the_runs_mixture_is_scored_as_the_mixture_reads_it(compose_config):
+    """`--data small_parallel_enja` on an everyday_mix model: that member's pairs in the model's
+    (raw) source style, not the corpus's own lowercased, tokenized one."""
+    trained = to_schema(compose_config("train", ["data=everyday_mix"]).data, DataConfig)
+    member = to_schema(compose_config("train", ["data=small_parallel_enja"]).data, DataConfig)
+    assert evaluate_cli._scored_data(member, trained) == (trained, "small_parallel_enja")
+    alone = to_schema(compose_config("train", ["data=tanaka_graded"]).data, DataConfig)
+    data, kept = evaluate_cli._scored_data(member, alone)
+    assert (data.name, kept) == ("small_parallel_enja", None)
