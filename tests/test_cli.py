@@ -104,7 +104,9 @@ def test_make_data_copies_from_the_mirror(corpus_mirror, tmp_path):
         env={"DATA_MIRROR": str(corpus_mirror), "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stderr
+    # The default data is a mixture: every corpus of it is fetched.
     assert "small_parallel_enja: 6 files" in result.stdout
+    assert "tanaka_graded: 3 files" in result.stdout
     assert (tmp_path / "small_parallel_enja" / "train.ja").stat().st_size == 2784447
 
 

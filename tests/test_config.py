@@ -34,7 +34,7 @@ def group_options(group: str) -> list[str]:
 def test_primary_configs_compose(compose_config, name):
     config = to_schema(compose_config(name), PRIMARY[name])
     assert isinstance(config, PRIMARY[name])
-    assert config.data.name == "small_parallel_enja"
+    assert config.data.name == "everyday_mix"
     assert Path(config.paths.raw_dir) == project_root() / "data" / "raw"
 
 
@@ -106,7 +106,10 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
         (["decoding.beam_size=2", "decoding.nbest=3"], "decoding.nbest=3"),
         (["tokenizer.vocab_size=100"], "tokenizer.vocab_size=100"),
         (["data.source=ftp"], "data.source='ftp'"),
-        (["data.extra_train=[{source: a.en}]"], "missing mandatory value: target"),
+        (
+            ["data=small_parallel_enja", "data.extra_train=[{source: a.en}]"],
+            "missing mandatory value: target",
+        ),
         # Out-of-range values are refused, never clamped into range.
         (["training.warmup_steps=-1"], "training.warmup_steps=-1 must be at least 0"),
         (["training.keep_snapshots=-2"], "training.keep_snapshots=-2 must be at least 0"),
@@ -117,7 +120,10 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
         (["decoding.max_len_b=0"], "decoding.max_len_b=0 must be at least 1"),
         (["model.max_positions=0"], "model.max_positions=0 must be at least 1"),
         (["tokenizer.character_coverage=0"], "tokenizer.character_coverage=0.0 must be in"),
-        (["data.corpus.test_fraction=-0.1"], "data.corpus.test_fraction=-0.1 must be in"),
+        (
+            ["data=small_parallel_enja", "data.corpus.test_fraction=-0.1"],
+            "data.corpus.test_fraction=-0.1 must be in",
+        ),
         (["data.loading.num_workers=-1"], "data.loading.num_workers=-1 must be at least 0"),
     ],
 )
@@ -183,7 +189,7 @@ def test_unknown_key_is_rejected_at_composition(compose_config):
         (["data=local_tsv"], ["dev", "test"]),
         (["data=local_tsv", "data.corpus.splits.dev=valid.tsv"], ["test"]),
         (["data=local_tsv", "data.corpus.splits={train: a.tsv, dev: b.tsv, test: c.tsv}"], []),
-        ([], []),
+        (["data=small_parallel_enja"], []),
     ],
 )
 def test_splits_named_on_the_command_line_are_read_and_the_others_carved(

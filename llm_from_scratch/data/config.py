@@ -263,6 +263,7 @@ class DataConfig(CorpusSource):
         return "raw" if self.reversed else self.corpus.source_style
 
     def _check_mixture(self) -> None:
+        check_choice("data.source", self.source, SOURCES)
         if self.temperature is not None:
             check_range("data.temperature", self.temperature, 0, low_open=True)
         if self.extra_train:

@@ -14,7 +14,7 @@ MIN_VOCAB_SIZE = 300  # 256 byte-fallback tokens, the special tokens, and room f
 
 @dataclass
 class TokenizerConfig:
-    vocab_size: int = 4000
+    vocab_size: int = 8000
     shared: bool = False  # one joint vocabulary for both languages (allows three-way tying)
     character_coverage: float = 0.9995
     normalization: str = "nfkc"  # the source side's (a shared vocabulary's: both sides')

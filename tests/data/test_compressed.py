@@ -108,4 +108,4 @@ def test_experiment_kyoto_wiki_reads_the_gzip_train_files_with_a_vocabulary_that
     assert sorted(config.data.corpus.file_names) == sorted(f.name for f in config.data.files)
     assert config.tokenizer.vocab_size == 8000
     default = to_schema(compose_config("train"), TrainConfig)
-    assert (default.data.name, default.tokenizer.vocab_size) == ("small_parallel_enja", 4000)
+    assert (default.data.name, default.tokenizer.vocab_size) == ("everyday_mix", 8000)

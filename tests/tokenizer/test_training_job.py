@@ -81,7 +81,7 @@ def test_paths_differ_by_language_and_setting_and_coincide_when_shared() -> None
 
 TOKENIZER_VALUES = {
     "tokenizer": {
-        "vocab_size": 8000,
+        "vocab_size": 16000,
         "shared": True,
         "character_coverage": 1.0,
         "normalization": "none",
