@@ -86,11 +86,21 @@ def cpu_bf16_is_faster() -> bool:
 
 
 def cpu_bf16_speedup(size: int = 768, rounds: int = 3) -> float:
-    """bf16 over fp32 FLOP/s, best of interleaved rounds so that a busy moment hits both alike."""
+    """bf16 over fp32 FLOP/s, best of interleaved rounds so that a busy moment hits both alike.
+
+    Timed on one thread: the ratio is the instruction set's, and a product split over every core
+    waits for the slowest, so a process finishing on one core (the tokenizing workers just
+    before) would otherwise decide the precision of the whole run.
+    """
     rates: dict[torch.dtype, float] = {torch.bfloat16: 0.0, torch.float32: 0.0}
-    for _ in range(rounds):
-        for dtype in rates:
-            rates[dtype] = max(rates[dtype], matmul_rate(dtype, size, repeats=4))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for _ in range(rounds):
+            for dtype in rates:
+                rates[dtype] = max(rates[dtype], matmul_rate(dtype, size, repeats=4))
+    finally:
+        torch.set_num_threads(threads)
     return rates[torch.bfloat16] / rates[torch.float32]
 
 

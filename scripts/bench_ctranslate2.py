@@ -35,7 +35,7 @@ from llm_from_scratch.checkpoint import (
     run_model,
     save_checkpoint,
 )
-from llm_from_scratch.data.corpus import is_segmented, load_split
+from llm_from_scratch.data.corpus import corpus_labels, is_segmented, load_split
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translation, Translator, joiner_for
@@ -140,13 +140,15 @@ def main() -> None:
         pairs = load_split(config.data, "test", config.paths)
         sources = list(pairs["src"])[: args.sentences]
         references = list(pairs["tgt"])[: args.sentences]
+        corpora = "+".join(dict.fromkeys(corpus_labels(pairs, config.data.name)[: len(sources)]))
         languages = config.data.source_lang, config.data.target_lang
         segmented = config.data.target_lang == "ja" and is_segmented(references)
         run_decoding = DecodingConfig(**run_config["decoding"])
         joiner = joiner_for(config.data.target_lang)
         precision = select_precision("auto", torch.device("cpu"), key="decoding.precision").name
         conditions = (
-            f"{len(sources)} sentences of small_parallel_enja test; checkpoint {checkpoint}; "
+            f"{len(sources)} sentences of {corpora} test; "
+            f"checkpoint {checkpoint}; "
             f"CPU, {args.threads} threads; length penalty {run_decoding.length_penalty}"
         )
         print(conditions, file=details)
@@ -168,11 +170,23 @@ def main() -> None:
             for quantization, directory in exports.items():
                 engine = Translator.from_export(directory, device="cpu", decode=decode)
                 engine.joiner = joiner
+                if engine.model._one_worker_per_core(decode, len(sources)):
+                    engine.model.per_core_workers = False
+                    one_rate, _ = timed(engine, sources)
+                    engine.model.per_core_workers = True
+                    print(
+                        f"{name:7} CTranslate2 {quantization}, one worker: {one_rate:8.1f} "
+                        "sentences/s (the reference of the per-core workers below)",
+                        file=details,
+                    )
                 rate, out = timed(engine, sources)
                 engine_bleu = bleu_of(out)
+                workers = engine.model._one_worker_per_core(decode, len(sources))
                 print(
-                    f"{name:7} CTranslate2 {quantization}: {rate:8.1f} sentences/s "
-                    f"({rate / torch_rate:.2f}x torch {precision}), BLEU {engine_bleu:.2f}",
+                    f"{name:7} CTranslate2 {quantization}{', per-core workers' if workers else ''}:"
+                    f" {rate:8.1f} sentences/s ({rate / torch_rate:.2f}x torch {precision})"
+                    + (f" ({rate / one_rate:.2f}x one worker)" if workers else "")
+                    + f", BLEU {engine_bleu:.2f}",
                     file=details,
                 )
                 if args.table_rows:

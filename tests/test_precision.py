@@ -48,6 +48,23 @@ def test_matmul_rate_counts_two_flops_per_multiply_add(monkeypatch):
     assert rate == 2 * 8**3 * 3 / 2.0
 
 
+def test_the_bf16_probe_times_one_thread_and_restores_the_count(monkeypatch):
+    timed_on = []
+
+    def rate(dtype, size, repeats):
+        timed_on.append(torch.get_num_threads())
+        return 2.0 if dtype == torch.bfloat16 else 1.0
+
+    monkeypatch.setattr(precision_module, "matmul_rate", rate)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert precision_module.cpu_bf16_speedup(rounds=2) == 2.0
+        assert timed_on == [1] * 4 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_fp32_autocast_leaves_matmuls_in_fp32():
     with select_precision("fp32", CPU).autocast():
         product = torch.ones(2, 2) @ torch.ones(2, 2)

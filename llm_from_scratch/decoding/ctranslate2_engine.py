@@ -87,6 +87,9 @@ class CTranslate2Model:
             intra_threads=self.threads,
         )
         self._per_core_translator: Any = None
+        # False: every search runs on one worker with all the threads (the reference the
+        # benchmark times the per-core workers against).
+        self.per_core_workers = True
         self.compute_type = compute_type
         self.src_tokens = vocabulary(self.src_tok)
         self.tgt_tokens = vocabulary(self.tgt_tok)
@@ -162,7 +165,8 @@ class CTranslate2Model:
         step is enough work to share, and one worker with every thread stays ahead there.
         """
         return (
-            self.device == "cpu"
+            self.per_core_workers
+            and self.device == "cpu"
             and self.threads > 1
             and cfg.beam_size == 1
             and sources > WORKER_BATCH
