@@ -92,12 +92,18 @@ def train_copy_model(tok: BPETokenizer) -> Seq2SeqTransformer:
     return model.double().eval()
 
 
+# The tests' runs are of small_parallel_enja, whose lowercased, tokenized English the translator
+# puts input in: the default everyday mixture reads raw English.
+TINY_RUN_DATA = ("data=small_parallel_enja",)
+
+
 def save_tiny_checkpoint(path: Path, tok: BPETokenizer, overrides: Sequence[str] = ()) -> Path:
     """An untrained `model=tiny` saved as a run's checkpoint, for the command-line tests;
     `overrides` change the run's config (e.g. `data.direction=ja-en`)."""
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         config = to_schema(
-            compose("train", ["model=tiny", "decoding=greedy", *overrides]), TrainConfig
+            compose("train", ["model=tiny", "decoding=greedy", *TINY_RUN_DATA, *overrides]),
+            TrainConfig,
         )
     torch.manual_seed(0)
     model = Seq2SeqTransformer(config.model, tok.vocab_size, tok.vocab_size, tok.pad_id)

@@ -243,8 +243,9 @@ def test_each_sentence_gets_its_own_numbers_back_unless_switched_off(
 
 
 def test_a_ja_en_checkpoint_reads_raw_japanese_and_writes_spaced_english(tokenizer, tmp_path):
-    forward = Translator.from_checkpoint(save_tiny_checkpoint(tmp_path / "a.pt", tokenizer))
-    path = save_tiny_checkpoint(tmp_path / "b.pt", tokenizer, ["data.direction=ja-en"])
+    spe = ["data=small_parallel_enja"]
+    forward = Translator.from_checkpoint(save_tiny_checkpoint(tmp_path / "a.pt", tokenizer, spe))
+    path = save_tiny_checkpoint(tmp_path / "b.pt", tokenizer, [*spe, "data.direction=ja-en"])
     backward = Translator.from_checkpoint(path)
     # small_parallel_enja's lowercased, tokenized style is its English side's: en-ja input only.
     assert (forward.source_lang, forward.target_lang) == ("en", "ja")
