@@ -1,8 +1,26 @@
-"""The command line of `scripts/train.py` on the copy task (see conftest.py's `copy_corpus`)."""
+"""The command line of `scripts/train.py`: run as a user runs it, and on the copy task (see
+conftest.py's `copy_corpus`)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_train_script(arguments: list[str]) -> subprocess.CompletedProcess:
+    """`scripts/train.py ARGUMENTS` in a child process from the project root, on one thread."""
+    return subprocess.run(
+        [sys.executable, "scripts/train.py", *arguments],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1"},
+    )
 
 
 def copy_task_overrides(corpus: Path, work: Path, run_dir: Path) -> list[str]:

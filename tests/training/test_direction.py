@@ -6,11 +6,8 @@ the quality."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,8 @@ from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.programs import evaluate as evaluate_cli
 from llm_from_scratch.programs import translate as translate_cli
 from llm_from_scratch.serving.service import TranslationService
+
+from .commands import run_train_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = REPO_ROOT / "tests" / "data" / "fixtures" / "tiny_enja"
@@ -31,31 +30,23 @@ def ja_en_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]
     work = tmp_path_factory.mktemp("ja_en")
     shutil.copytree(FIXTURE, work / "raw" / "tiny_enja")
     paths = [f"paths.raw_dir={work / 'raw'}", f"paths.cache_dir={work / 'cache'}"]
-    command = [
-        sys.executable,
-        "scripts/train.py",
-        "experiment=smoke",
-        "data=local_parallel",
-        "data.name=tiny_enja",
-        "data.corpus.detokenize_ja=true",
-        "data.direction=ja-en",
-        *paths,
-        f"paths.tokenizer_dir={work / 'tok'}",
-        f"paths.run_dir={work / 'run'}",
-        "tokenizer.vocab_size=400",
-        "training.device=cpu",
-        "training.precision=fp32",
-        "training.max_steps=4",
-        "training.eval_every=2",
-        "training.save_every=2",
-    ]
-    done = subprocess.run(
-        command,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1"},
+    done = run_train_script(
+        [
+            "experiment=smoke",
+            "data=local_parallel",
+            "data.name=tiny_enja",
+            "data.corpus.detokenize_ja=true",
+            "data.direction=ja-en",
+            *paths,
+            f"paths.tokenizer_dir={work / 'tok'}",
+            f"paths.run_dir={work / 'run'}",
+            "tokenizer.vocab_size=400",
+            "training.device=cpu",
+            "training.precision=fp32",
+            "training.max_steps=4",
+            "training.eval_every=2",
+            "training.save_every=2",
+        ]
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert {path.name.split(".")[1] for path in (work / "tok").glob("*.json")} == {"ja", "en"}

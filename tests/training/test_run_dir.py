@@ -30,7 +30,7 @@ from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 from llm_from_scratch.training.trainer import Trainer
 from tests.training.test_trainer import Crash, Run, fp32
 
-from .commands import copy_task_overrides
+from .commands import copy_task_overrides, run_train_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HOLD = """
@@ -236,23 +236,15 @@ def test_resuming_with_another_vocabulary_is_one_line(finished):
 
 def train(run_dir: Path, corpus: Path, *overrides: str) -> subprocess.CompletedProcess:
     """`scripts/train.py` on the copy task: 4 steps of the smoke experiment in `run_dir`."""
-    command = [
-        sys.executable,
-        "scripts/train.py",
-        *copy_task_overrides(corpus, run_dir.parent, run_dir),
-        "training.precision=fp32",
-        "training.max_steps=4",
-        "training.eval_every=2",
-        "training.save_every=2",
-        *overrides,
-    ]
-    return subprocess.run(
-        command,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1"},
+    return run_train_script(
+        [
+            *copy_task_overrides(corpus, run_dir.parent, run_dir),
+            "training.precision=fp32",
+            "training.max_steps=4",
+            "training.eval_every=2",
+            "training.save_every=2",
+            *overrides,
+        ]
     )
 
 
