@@ -188,22 +188,30 @@ def test_evaluate_writes_hypotheses_and_metrics(
     assert captured.err == f"model: {checkpoint.resolve()} (step not recorded)\n"
 
 
-def test_ensemble_is_recorded_and_of_one_checkpoint_twice_scores_like_it(
-    checkpoint, corpus_mirror, tmp_path
-):
-    common = [
+def greedy_on_small_parallel_enja(
+    checkpoint: Path, corpus_mirror: Path, tmp_path: Path, limit: int
+) -> list[str]:
+    """evaluate's arguments: greedy search of `checkpoint` on the mirror's small_parallel_enja
+    test split, its first `limit` sentences, with the caches under `tmp_path`."""
+    return [
         "--checkpoint",
         str(checkpoint),
         "--beam",
         "1",
         "--limit",
-        "8",
+        str(limit),
         "--data",
         "small_parallel_enja",
         f"data.mirror={corpus_mirror}",
         f"paths.raw_dir={tmp_path / 'raw'}",
         f"paths.cache_dir={tmp_path / 'cache'}",
     ]
+
+
+def test_ensemble_is_recorded_and_of_one_checkpoint_twice_scores_like_it(
+    checkpoint, corpus_mirror, tmp_path
+):
+    common = greedy_on_small_parallel_enja(checkpoint, corpus_mirror, tmp_path, limit=8)
     assert evaluate_cli.main([*common, "--output-dir", str(tmp_path / "single")]) == 0
     assert evaluate_cli.main([*common, "--ensemble", str(checkpoint)]) == 0
     ensemble_dir = checkpoint.parent / "eval-test-ensemble"
@@ -248,19 +256,7 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
     """A split with a `corpus` column: the same hypotheses, in the split's order, and the same
     overall scores as without it, plus a section and a printed line per corpus; `--limit` takes
     the first of each corpus."""
-    common = [
-        "--checkpoint",
-        str(checkpoint),
-        "--beam",
-        "1",
-        "--limit",
-        "10",
-        "--data",
-        "small_parallel_enja",
-        f"data.mirror={corpus_mirror}",
-        f"paths.raw_dir={tmp_path / 'raw'}",
-        f"paths.cache_dir={tmp_path / 'cache'}",
-    ]
+    common = greedy_on_small_parallel_enja(checkpoint, corpus_mirror, tmp_path, limit=10)
     assert evaluate_cli.main([*common, "--output-dir", str(tmp_path / "one")]) == 0
     one_corpus = capsys.readouterr().out
     load_split, loaded = evaluate_cli.load_split, []
@@ -304,7 +300,11 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
 
     assert (
         evaluate_cli.main(
-            [*common[:4], "--limit", "4", *common[6:], "--output-dir", str(tmp_path / "limited")]
+            [
+                *greedy_on_small_parallel_enja(checkpoint, corpus_mirror, tmp_path, limit=4),
+                "--output-dir",
+                str(tmp_path / "limited"),
+            ]
         )
         == 0
     )
