@@ -90,6 +90,7 @@ def test_token_ids_outside_the_vocabulary_rebuild_the_cache(
     assert "src_ids run " in warning and "outside 0 to 9" in warning
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 def test_a_full_disk_while_saving_the_cache_is_one_line_and_leaves_nothing(
     tiny_enja, tiny_paths, word_tokenizer, monkeypatch
 ):

@@ -138,6 +138,7 @@ def test_train_loader_yields_batches_within_budget_covering_the_split(
     assert [b.indices.tolist() for b in resumed] == [b.indices.tolist() for b in batches[1:]]
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 def test_eval_loader_indices_point_back_at_the_references(tiny_enja, tiny_paths, word_tokenizer):
     data = module(tiny_enja, word_tokenizer, tiny_paths)
     dev = data.splits["dev"]

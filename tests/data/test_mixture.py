@@ -91,6 +91,7 @@ def two_corpora(paths):
     return paths
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 def test_members_are_read_in_one_style_and_tagged_by_corpus(two_corpora):
     train = load_split(mixture(), "train", two_corpora)
     # Deduplicated and cleared of held-out overlap, not yet cleaned: the tokenizers' text.
@@ -171,6 +172,7 @@ def test_sample_sizes_follow_weights_or_a_temperature(two_corpora):
     assert sample_sizes(mixture(temperature=1e9), kept) == {"alpha": 500, "beta": 500}
 
 
+@pytest.mark.slow  # over 5 s on 2 cores
 def test_tokenizers_learn_the_union_once_whatever_the_weights(two_corpora):
     tok = TokenizerConfig(vocab_size=300)
     src, tgt = sample_train_texts(mixture(beta_weight=4.0), tok, two_corpora)
