@@ -82,6 +82,9 @@ def interrupted(
         stderr=subprocess.PIPE,
         text=True,
         env=environment(STEP_MARKER=str(marker), PAUSE_RANK=str(rank)),
+        # A shell starting these tests in the background (`... &`) has SIGINT ignored, which the
+        # run would inherit and rightly keep: the run must get the default, as at a terminal.
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 300
     while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -92,6 +95,10 @@ def interrupted(
         os.kill(int(marker.read_text()), signum)
     stdout, stderr = process.communicate(timeout=300)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def weights(run_dir: Path, name: str = "last.pt") -> dict[str, torch.Tensor]:
