@@ -35,14 +35,14 @@ from llm_from_scratch.checkpoint import (
     run_model,
     save_checkpoint,
 )
-from llm_from_scratch.data.corpus import corpus_labels, is_segmented, load_split
+from llm_from_scratch.data.corpus import corpus_labels, load_split
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translation, Translator, joiner_for
 from llm_from_scratch.export.ctranslate2_model import export_checkpoint, import_ctranslate2
 from llm_from_scratch.precision import select_precision
 from llm_from_scratch.programs.common import compose_config, exit_on_user_error
-from llm_from_scratch.programs.evaluate import score
+from llm_from_scratch.programs.evaluate import score, segmented_ja
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
 
@@ -142,7 +142,7 @@ def main() -> None:
         references = list(pairs["tgt"])[: args.sentences]
         corpora = "+".join(dict.fromkeys(corpus_labels(pairs, config.data.name)[: len(sources)]))
         languages = config.data.source_lang, config.data.target_lang
-        segmented = config.data.target_lang == "ja" and is_segmented(references)
+        segmented = segmented_ja(references, languages)
         run_decoding = DecodingConfig(**run_config["decoding"])
         joiner = joiner_for(config.data.target_lang)
         precision = select_precision("auto", torch.device("cpu"), key="decoding.precision").name
@@ -170,7 +170,8 @@ def main() -> None:
             for quantization, directory in exports.items():
                 engine = Translator.from_export(directory, device="cpu", decode=decode)
                 engine.joiner = joiner
-                if engine.model._one_worker_per_core(decode, len(sources)):
+                workers = engine.model.one_worker_per_core(decode, len(sources))
+                if workers:
                     engine.model.per_core_workers = False
                     one_rate, _ = timed(engine, sources)
                     engine.model.per_core_workers = True
@@ -181,7 +182,6 @@ def main() -> None:
                     )
                 rate, out = timed(engine, sources)
                 engine_bleu = bleu_of(out)
-                workers = engine.model._one_worker_per_core(decode, len(sources))
                 print(
                     f"{name:7} CTranslate2 {quantization}{', per-core workers' if workers else ''}:"
                     f" {rate:8.1f} sentences/s ({rate / torch_rate:.2f}x torch {precision})"

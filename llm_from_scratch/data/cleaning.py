@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import datasets
 import numpy as np
 
-from llm_from_scratch.data.config import CleaningConfig
+from llm_from_scratch.data.config import CORPUS_COLUMN, CleaningConfig
 from llm_from_scratch.data.protocols import Tokenizer, model_text
 from llm_from_scratch.device import usable_cores
 
@@ -94,7 +94,7 @@ def drop_masks(
 
 
 def column(data: datasets.Dataset, name: str) -> np.ndarray:
-    """A numeric column as one array (indexing a Dataset by column name gives a lazy Column)."""
+    """A column as one array (indexing a Dataset by column name gives a lazy Column)."""
     return data.with_format("numpy")[name][:]
 
 
@@ -108,7 +108,7 @@ def clean(
     mixture's members' cleaning), each pair also meets its own corpus's (`corpus` column)."""
     limits = None
     if per_corpus:
-        corpora = np.asarray(tokenized.with_format("numpy")["corpus"][:])
+        corpora = column(tokenized, CORPUS_COLUMN)
         max_tokens = np.full(len(tokenized), cfg.max_tokens)
         max_ratio = np.full(len(tokenized), cfg.max_length_ratio)
         for name, own in per_corpus.items():

@@ -21,6 +21,9 @@ SOURCES = ("urls", "hub", "local", "archive")
 # How the raw files are laid out (see `CorpusConfig.splits` for what names a split in each).
 FORMATS = ("parallel", "tsv", "jsonl", "hub")
 SPLITS = ("train", "dev", "test")
+# The column of a mixture's splits naming the corpus each pair comes from; a split of one
+# corpus may lack it.
+CORPUS_COLUMN = "corpus"
 # Special tokens each side of a pair gains in a batch: the source ends with EOS; the target is
 # shifted into BOS-prefixed input and EOS-suffixed output, each one token longer than the text.
 SPECIALS_PER_SIDE = 1

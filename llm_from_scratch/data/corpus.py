@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from datasets.exceptions import DatasetGenerationError
 
 from llm_from_scratch.atomic import is_disk_full
-from llm_from_scratch.data.config import SPLITS, CorpusSource, DataConfig
+from llm_from_scratch.data.config import CORPUS_COLUMN, SPLITS, CorpusSource, DataConfig
 from llm_from_scratch.data.mixture import combine
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
@@ -60,11 +60,6 @@ def is_segmented(texts: Sequence[str]) -> bool:
     `detokenize_ja` would remove. Raw Japanese has such spaces rarely, if ever."""
     segmented = sum(detokenize_ja(text) != text.strip() for text in texts)
     return segmented > len(texts) / 2
-
-
-# The column of a mixture's splits naming the corpus each pair comes from; a split of one
-# corpus may lack it.
-CORPUS_COLUMN = "corpus"
 
 
 def corpus_labels(pairs: datasets.Dataset, name: str) -> list[str]:

@@ -18,7 +18,8 @@ from functools import partial
 import datasets
 import numpy as np
 
-from llm_from_scratch.data.config import CorpusSource, DataConfig
+from llm_from_scratch.data.cleaning import column
+from llm_from_scratch.data.config import CORPUS_COLUMN, CorpusSource, DataConfig
 from llm_from_scratch.data.raw_style import Truecaser, to_raw
 from llm_from_scratch.data.source_style import prepare_source
 
@@ -82,7 +83,7 @@ def unique_train(
 def kept_per_corpus(train: datasets.Dataset) -> dict[str, int]:
     """How many pairs of `train` each corpus holds, in the order the corpora first appear."""
     names, first, counts = np.unique(
-        np.asarray(train.with_format("numpy")["corpus"][:]), return_index=True, return_counts=True
+        column(train, CORPUS_COLUMN), return_index=True, return_counts=True
     )
     order = np.argsort(first)
     return {str(names[i]): int(counts[i]) for i in order}
@@ -105,7 +106,7 @@ def resample(
     """`train` with each corpus's pairs repeated or subsampled to its size in `sizes`: every pair
     `size // n` times, then a seeded choice of `size % n` of them once more. Returns the counts
     (`kept`, `sampled`) per corpus."""
-    corpora = np.asarray(train.with_format("numpy")["corpus"][:])
+    corpora = column(train, CORPUS_COLUMN)
     rng = np.random.default_rng(seed)
     chosen, counts = [], {}
     for name, size in sizes.items():
@@ -137,9 +138,16 @@ def combine(
             pairs = read(member, split)
             if member.corpus.source_style != style:
                 if style == "raw" and truecaser is None:
-                    truecaser = learn_truecaser(cfg, read)
+                    # The raw members are in the mixture's style already: read once, here.
+                    raw = [
+                        member_split(m, "train")
+                        for m in cfg.members
+                        if m.corpus.source_style == "raw"
+                    ]
+                    truecaser = learn_truecaser(raw)
                 pairs = restyle(pairs, member.corpus.source_style, style, truecaser)
-            styled[member.name, split] = pairs.add_column("corpus", [member.name] * len(pairs))
+            labels = [member.name] * len(pairs)
+            styled[member.name, split] = pairs.add_column(CORPUS_COLUMN, labels)
         return styled[member.name, split]
 
     combined = {
@@ -153,11 +161,8 @@ def combine(
     return combined, removed
 
 
-def learn_truecaser(
-    cfg: DataConfig, read: Callable[[CorpusSource, str], datasets.Dataset]
-) -> Truecaser:
-    """Word casings counted on the source side of the raw members' train splits."""
-    raw = [read(member, "train") for member in cfg.members if member.corpus.source_style == "raw"]
+def learn_truecaser(raw: list[datasets.Dataset]) -> Truecaser:
+    """Word casings counted on the source side of `raw` (the raw members' train splits)."""
     return Truecaser.learn(
         text
         for pairs in raw

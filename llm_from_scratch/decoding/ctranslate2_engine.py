@@ -132,7 +132,7 @@ class CTranslate2Model:
     ) -> list[list[Hypothesis]]:
         """One `translate_batch` call: every finished hypothesis of each source, best first."""
         translator, batching = self.translator, {"max_batch_size": cfg.batch_tokens}
-        if self._one_worker_per_core(cfg, len(positions)):
+        if self.one_worker_per_core(cfg, len(positions)):
             translator, batching = self.per_core_translator(), {"max_batch_size": WORKER_BATCH}
         outputs = translator.translate_batch(
             [self._source(pieces[i]) for i in positions],
@@ -157,7 +157,7 @@ class CTranslate2Model:
             for output in outputs
         ]
 
-    def _one_worker_per_core(self, cfg: DecodingConfig, sources: int) -> bool:
+    def one_worker_per_core(self, cfg: DecodingConfig, sources: int) -> bool:
         """Whether a search runs as small batches on one single-threaded worker per core.
 
         An int8 greedy step is too little work to keep several threads busy, so its batches

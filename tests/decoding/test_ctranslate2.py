@@ -206,13 +206,14 @@ def test_int8_greedy_on_one_worker_per_core_is_the_same_search(
     monkeypatch.setattr(engine, "threads", 2)
     monkeypatch.setattr(ctranslate2_engine, "WORKER_BATCH", 8)  # several batches of 60 sources
     cfg = DecodingConfig(beam_size=1, precision="fp32")
-    assert engine._one_worker_per_core(cfg, len(pieces))
+    assert engine.one_worker_per_core(cfg, len(pieces))
     per_core = engine.decode_pieces(pieces, cfg)
-    monkeypatch.setattr(engine, "_one_worker_per_core", lambda cfg, sources: False)
+    engine.per_core_workers = False
     one_worker = engine.decode_pieces(pieces, cfg)
     assert engine._per_core_translator is not None  # the first search ran on the workers
     assert [n[0].tokens for n in per_core] == [n[0].tokens for n in one_worker]
-    assert not engine._one_worker_per_core(DecodingConfig(beam_size=4), len(pieces))
+    engine.per_core_workers = True
+    assert not engine.one_worker_per_core(DecodingConfig(beam_size=4), len(pieces))
 
 
 def test_the_heatmap_is_the_torch_models_last_layer(exported: Path, model, tokenizer):
