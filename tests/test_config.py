@@ -219,3 +219,24 @@ def test_check_range_passes_bounds_and_unset_values():
     check_range("k", 1, 1)
     check_range("k", 1.0, 0, 1)
     check_range("k", None, 1)
+
+
+def test_the_kftt_recipe_trains_two_hours_on_either_kftt_corpus_in_either_direction(
+    compose_config,
+):
+    from llm_from_scratch.training.config import parse_duration
+
+    def composed(experiment: str) -> TrainConfig:
+        return to_schema(compose_config("train", [f"experiment={experiment}"]), TrainConfig)
+
+    kftt, kyoto_wiki = composed("kftt"), composed("kyoto_wiki")
+    default = to_schema(compose_config("train"), TrainConfig)
+    assert parse_duration(kftt.training.max_time) == 2 * 3600
+    assert kftt.training.eval_every > default.training.eval_every
+    assert (kftt.data.name, kyoto_wiki.data.name) == ("kftt", "kyoto_wiki")
+    assert kyoto_wiki.training == kftt.training and kyoto_wiki.model == kftt.model
+    assert kyoto_wiki.tokenizer == kftt.tokenizer
+    for experiment, corpus in (("kftt_ja_en", "kftt"), ("kyoto_wiki_ja_en", "kyoto_wiki")):
+        reversed_run = composed(experiment)
+        assert (reversed_run.data.name, reversed_run.data.direction) == (corpus, "ja-en")
+        assert reversed_run.training == kftt.training

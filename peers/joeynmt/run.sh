@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# JoeyNMT 2.3 on kyoto_wiki for a fixed wall time, beside `experiment=kyoto_wiki` (same data, same
+# Transformer shape, same CPU). The clock covers what ours covers: sentencepiece training,
+# JoeyNMT's data loading and training. At the limit training gets SIGINT, JoeyNMT saves its
+# weights and translates test with its best checkpoint (beam 5), which is then scored as ours is.
+#
+#   peers/joeynmt/run.sh JOEYNMT_PYTHON WORK_DIR [LIMIT_SECONDS]
+#
+# JOEYNMT_PYTHON: a Python with joeynmt==2.3.0 sentencepiece==0.1.99 sacrebleu[ja] (its own venv,
+# see README.md). DATA_MIRROR must hold kyoto_wiki/. SPM_VOCAB (default 8000): the vocabulary size
+# a side, smaller only for a smoke test on a small corpus.
+set -euo pipefail
+python=${1:?usage: run.sh JOEYNMT_PYTHON WORK_DIR [LIMIT_SECONDS]}
+work=$(mkdir -p "${2:?usage: run.sh JOEYNMT_PYTHON WORK_DIR [LIMIT_SECONDS]}" && cd "$2" && pwd)
+limit=${3:-7200}
+corpus=${DATA_MIRROR:?set DATA_MIRROR to the directory that holds kyoto_wiki/}/kyoto_wiki
+here=$(cd "$(dirname "$0")" && pwd)
+start=$(date +%s)
+
+mkdir -p "$work/data"
+for lang in en ja; do
+  gzip -dc "$corpus/train.$lang.gz" > "$work/data/train.$lang"
+  cp "$corpus/dev.$lang" "$corpus/test.$lang" "$work/data/"
+done
+# 8k BPE a side with byte fallback and ours' character coverage; JoeyNMT's special ids.
+for lang in en ja; do
+  "$python" - "$work/data" "$lang" "${SPM_VOCAB:-8000}" <<'PY'
+import sys
+import sentencepiece as spm
+data, lang, vocab_size = sys.argv[1:]
+spm.SentencePieceTrainer.train(
+    input=f"{data}/train.{lang}", model_prefix=f"{data}/spm.{lang}", model_type="bpe",
+    vocab_size=int(vocab_size), character_coverage=0.9995, byte_fallback=True, num_threads=2,
+    input_sentence_size=2000000, shuffle_input_sentence=True,
+    unk_id=0, pad_id=1, bos_id=2, eos_id=3, minloglevel=2,
+)
+with open(f"{data}/spm.{lang}.vocab", encoding="utf-8") as vocab, \
+        open(f"{data}/vocab.{lang}", "w", encoding="utf-8") as out:
+    out.writelines(line.split("\t")[0] + "\n" for line in vocab)
+PY
+done
+sed "s|@WORK@|$work|g" "$here/kyoto_wiki.yaml" > "$work/config.yaml"
+
+# A background job of a script starts with SIGINT ignored, and Python then keeps ignoring it:
+# JoeyNMT's own handler of KeyboardInterrupt (save, then test) needs it back.
+"$python" -c 'import runpy, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+sys.argv = ["joeynmt", "train", sys.argv[1]]
+runpy.run_module("joeynmt", run_name="__main__")' "$work/config.yaml" > "$work/train.log" 2>&1 &
+joey=$!
+left=$((limit - ($(date +%s) - start)))
+# Wake every few seconds: JoeyNMT may end on its own first.
+while [ "$left" -gt 0 ] && kill -0 "$joey" 2>/dev/null; do
+  sleep $((left < 10 ? left : 10))
+  left=$((limit - ($(date +%s) - start)))
+done
+kill -INT "$joey" 2>/dev/null || true
+trained=$(($(date +%s) - start))
+wait "$joey"
+echo "trained for ${trained} s (limit ${limit} s); log: $work/train.log"
+hyps=$work/model/best.hyps.test
+[ -f "$hyps" ] || { echo "no test translations ($hyps): see $work/train.log" >&2; exit 1; }
+"$python" -m sacrebleu "$work/data/test.ja" -i "$hyps" -tok ja-mecab -m bleu chrf -b -w 2
