@@ -12,7 +12,8 @@ on it (tokenizers sampled from at most `tokenizer.max_sentences` sentences a sid
 all cores, the memory-mapped cache) with `paths.root` in the work directory, while this process
 samples the resident memory of that process and its workers together. It prints one row per size:
 seconds for the tokenizers and for the cache, their sum, that sum per million pairs (equal across
-sizes where time grows linearly), the process's wall time (imports included) and the peak RSS.
+sizes where time grows linearly), the process's wall time (imports included) and the peak
+resident memory of the process tree (PSS summed: shared pages once).
 """
 
 from __future__ import annotations
@@ -103,10 +104,11 @@ def run_stage(work: Path, name: str) -> None:
     print(json.dumps(timings))
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of `root` and every process below it, read from /proc."""
+def tree_memory(root: int) -> int:
+    """Resident bytes of `root` and every process below it: the sum of their proportional set
+    sizes (PSS), so that pages forked workers share with their parent count once, not per process
+    as summing RSS would."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -114,16 +116,23 @@ def tree_rss(root: int) -> int:
             status = (entry / "status").read_text()
         except OSError:  # the process ended while being read
             continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        pid = int(entry.name)
-        children.setdefault(int(fields["PPid"]), []).append(pid)
-        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
+        parent = next(line for line in status.splitlines() if line.startswith("PPid:"))
+        children.setdefault(int(parent.split()[1]), []).append(int(entry.name))
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        total += proportional_set_size(pid)
         stack.extend(children.get(pid, []))
     return total
+
+
+def proportional_set_size(pid: int) -> int:
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:  # ended, or not ours to read
+        return 0
+    line = next((line for line in rollup.splitlines() if line.startswith("Pss:")), "Pss: 0 kB")
+    return int(line.split()[1]) * 1024
 
 
 def measure(work: Path, name: str) -> dict[str, float]:
@@ -135,7 +144,7 @@ def measure(work: Path, name: str) -> dict[str, float]:
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=progress, text=True)
         peak = 0
         while child.poll() is None:
-            peak = max(peak, tree_rss(child.pid))
+            peak = max(peak, tree_memory(child.pid))
             time.sleep(SAMPLE_SECONDS)
     seconds = time.perf_counter() - started
     output = child.stdout.read() if child.stdout else ""
@@ -143,7 +152,7 @@ def measure(work: Path, name: str) -> dict[str, float]:
         last = log.read_text().strip().splitlines()[-1:] or ["no output"]
         sys.exit(f"measure_data_scale: the data stage for {name} failed: {last[0]}")
     timings = json.loads(output.strip().splitlines()[-1])
-    return {**timings, "process": seconds, "peak_rss": peak}
+    return {**timings, "process": seconds, "peak_memory": peak}
 
 
 def main() -> None:
@@ -161,7 +170,7 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="measure_data_scale_"))
     print(
         f"{'pairs':>12} {'kept':>12} {'tokenizers s':>13} {'cache s':>9} {'stage s':>9} "
-        f"{'s per 1M':>9} {'process s':>10} {'peak RSS GB':>12}"
+        f"{'s per 1M':>9} {'process s':>10} {'peak mem GB':>12}"
     )
     try:
         for size in args.sizes:
@@ -172,7 +181,7 @@ def main() -> None:
             print(
                 f"{size:>12,} {row['train_pairs']:>12,} {row['tokenizers']:>13.1f} "
                 f"{row['cache']:>9.1f} {stage:>9.1f} {stage / size * 1e6:>9.1f} "
-                f"{row['process']:>10.1f} {row['peak_rss'] / 1e9:>12.2f}",
+                f"{row['process']:>10.1f} {row['peak_memory'] / 1e9:>12.2f}",
                 flush=True,
             )
             for done in (work / "data" / "raw" / name, work / "data" / "cache"):

@@ -58,10 +58,10 @@ def test_the_synthetic_corpus_repeats_the_pairs_with_each_copy_marked(tmp_path):
 
 def test_the_memory_of_a_process_tree_counts_its_children():
     script = load_script()
-    alone = script.tree_rss(os.getpid())
+    alone = script.tree_memory(os.getpid())
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        with_child = max(script.tree_rss(os.getpid()) for _ in range(20))
+        with_child = max(script.tree_memory(os.getpid()) for _ in range(20))
     finally:
         child.kill()
         child.wait()
