@@ -11,6 +11,10 @@ from torch import Tensor
 
 from llm_from_scratch.model.config import ModelConfig
 
+# The longest run of zero and separator tokens the no-repeat ban spares: 1,000,000,000,000 spelled
+# a character a token. Past it a run of zeros is a loop, not a number, and the ban applies.
+MAX_SPARED_ZERO_RUN = 16
+
 
 class SearchModel(Protocol):
     """What the searches use of a model: a `Seq2SeqTransformer` or an `Ensemble` of them."""
@@ -82,7 +86,8 @@ def next_token_log_probs(
     BOS and PAD are never outputs; with `no_repeat_ngram_size` = n, neither is a token that would
     repeat an n-gram already in the row's `generated` ids (rows, steps), unless the n-gram is a
     number's zeros and separators (`zero_runs`, from `zero_run_masks`): 10000 and 1,000,000
-    repeat such n-grams when digits are tokens of their own.
+    repeat such n-grams when digits are tokens of their own. A row whose output already ends in
+    `MAX_SPARED_ZERO_RUN` such tokens is spared no more.
     """
     if no_repeat_ngram_size > 0:
         # Banned before the softmax, so the allowed tokens share all of the probability, as in
@@ -104,8 +109,8 @@ def _ban_repeated_ngrams(
     logits: Tensor, generated: Tensor, n: int, zero_runs: tuple[Tensor, Tensor] | None
 ) -> None:
     """Set to -inf, in each row of `logits`, every token that would complete an n-gram of the
-    row's `generated` ids a second time, zero runs spared. One pass over all rows: this runs at
-    every step."""
+    row's `generated` ids a second time, zero runs up to `MAX_SPARED_ZERO_RUN` spared. One pass
+    over all rows: this runs at every step."""
     steps = generated.size(1)
     if steps < n:
         return  # no complete n-gram yet
@@ -115,7 +120,10 @@ def _ban_repeated_ngrams(
     if zero_runs is not None:
         zeros, separators = zero_runs
         in_number = (zeros[windows] | separators[windows]).all(dim=-1)
-        repeats &= ~(in_number & zeros[windows].any(dim=-1))
+        number_tokens = zeros[generated] | separators[generated]
+        trailing_run = number_tokens.flip(1).long().cumprod(dim=1).sum(dim=1)
+        still_a_number = (trailing_run < MAX_SPARED_ZERO_RUN)[:, None]
+        repeats &= ~(in_number & zeros[windows].any(dim=-1) & still_a_number)
     banned = torch.zeros(logits.shape, dtype=torch.int32, device=logits.device)
     banned.scatter_add_(1, windows[:, :, -1], repeats.to(torch.int32))
     logits.masked_fill_(banned > 0, float("-inf"))

@@ -7,7 +7,7 @@ import torch
 
 from llm_from_scratch.decoding import beam as beam_module
 from llm_from_scratch.decoding.beam import beam_search, length_penalty, top_candidates
-from llm_from_scratch.decoding.common import Hypothesis
+from llm_from_scratch.decoding.common import MAX_SPARED_ZERO_RUN, Hypothesis
 from llm_from_scratch.decoding.greedy import greedy_search
 from llm_from_scratch.evaluation.report import has_repeated_ngram
 
@@ -183,6 +183,13 @@ def test_the_zeros_of_a_number_are_spared_by_the_no_repeat_ban(sources):
             assert h.tokens[:8] == [zero] * 8
         for nbest in beam(model, tok, sources, **long_outputs):
             assert nbest[0].tokens[:8] == [zero] * 8
+    # Past the longest number the ban spares, a run of zeros is a loop and is stopped.
+    run = MAX_SPARED_ZERO_RUN
+    model = FixedLogitsModel(tok, [zero])
+    for h in greedy(model, tok, sources, **long_outputs):
+        assert h.tokens[: run + 1] != [zero] * (run + 1) and h.tokens[:run] == [zero] * run
+    for nbest in beam(model, tok, sources, **long_outputs):
+        assert nbest[0].tokens[: run + 1] != [zero] * (run + 1)
     # A loop of any other token is still stopped at its second 3-gram.
     [a] = tok.encode("a")
     for h in greedy(FixedLogitsModel(tok, [a, zero]), tok, sources, **long_outputs):
