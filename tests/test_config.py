@@ -241,3 +241,20 @@ def test_the_kftt_recipe_trains_two_hours_on_either_kftt_corpus_in_either_direct
         reversed_run = composed(experiment)
         assert (reversed_run.data.name, reversed_run.data.direction) == (corpus, "ja-en")
         assert reversed_run.training == kftt.training
+
+
+def test_the_kftt_gpu_recipe_is_kftt_with_transformer_base_and_reads_either_corpus(
+    compose_config,
+):
+    def composed(*overrides: str) -> TrainConfig:
+        return to_schema(compose_config("train", list(overrides)), TrainConfig)
+
+    kftt, gpu = composed("experiment=kftt"), composed("experiment=kftt_gpu")
+    base = to_schema(compose_config("train", ["model=base"]), TrainConfig).model
+    assert gpu.model == base and gpu.model != kftt.model
+    assert (gpu.tokenizer, gpu.decoding) == (kftt.tokenizer, kftt.decoding)
+    assert gpu.data.loading.batch_tokens > kftt.data.loading.batch_tokens
+    assert gpu.training.max_steps > kftt.training.max_steps
+    on_the_mirror = composed("experiment=kftt_gpu", "data=kyoto_wiki")
+    assert on_the_mirror.data.name == "kyoto_wiki" and on_the_mirror.model == base
+    assert on_the_mirror.data.loading == gpu.data.loading
