@@ -2,7 +2,8 @@
 # JoeyNMT 2.3 on kyoto_wiki for a fixed wall time, beside `experiment=kyoto_wiki` (same data, same
 # Transformer shape, same CPU). The clock covers what ours covers: sentencepiece training,
 # JoeyNMT's data loading and training. At the limit training gets SIGINT, JoeyNMT saves its
-# weights and translates test with its best checkpoint (beam 5), which is then scored as ours is.
+# weights and translates dev and test with its best checkpoint (beam 5); run.sh then translates
+# them with the last weights too and scores all four as ours are (BLEU ja-mecab, chrF, char BLEU).
 #
 #   peers/joeynmt/run.sh JOEYNMT_PYTHON WORK_DIR [LIMIT_SECONDS]
 #
@@ -58,6 +59,21 @@ kill -INT "$joey" 2>/dev/null || true
 trained=$(($(date +%s) - start))
 wait "$joey"
 echo "trained for ${trained} s (limit ${limit} s); log: $work/train.log"
-hyps=$work/model/best.hyps.test
-[ -f "$hyps" ] || { echo "no test translations ($hyps): see $work/train.log" >&2; exit 1; }
-"$python" -m sacrebleu "$work/data/test.ja" -i "$hyps" -tok ja-mecab -m bleu chrf -b -w 2
+[ -f "$work/model/best.hyps.test" ] || { echo "no test translations: see $work/train.log" >&2; exit 1; }
+
+# JoeyNMT translated dev and test with best.ckpt, its best greedy validation so far; the weights
+# saved at the interrupt are newer than the last validation. Translate with those too, then
+# score both: the one with the better dev BLEU is JoeyNMT's result.
+sed "s|^testing:|testing:\n  load_model: \"$work/model/latest.ckpt\"|" "$work/config.yaml" \
+  > "$work/config.last.yaml"
+"$python" -m joeynmt test "$work/config.last.yaml" -o "$work/model/last.hyps" \
+  > "$work/test_last.log" 2>&1
+for weights in best last; do
+  for split in dev test; do
+    hyps=$work/model/$weights.hyps.$split
+    for tokenize in ja-mecab char; do
+      echo "$weights $split $tokenize $("$python" -m sacrebleu "$work/data/$split.ja" -i "$hyps" \
+        -tok "$tokenize" -m bleu chrf -b -w 2 | tr '\n' ' ')"
+    done
+  done
+done
