@@ -119,11 +119,13 @@ def _ban_repeated_ngrams(
     repeats = (windows[:, :, :-1] == context[:, None, :]).all(dim=-1)
     if zero_runs is not None:
         zeros, separators = zero_runs
-        in_number = (zeros[windows] | separators[windows]).all(dim=-1)
-        number_tokens = zeros[generated] | separators[generated]
+        is_zero = zeros[generated]  # (rows, steps), each token looked up once
+        number_tokens = is_zero | separators[generated]
+        in_number = number_tokens.unfold(1, n, 1).all(dim=-1)
+        holds_zero = is_zero.unfold(1, n, 1).any(dim=-1)
         trailing_run = number_tokens.flip(1).long().cumprod(dim=1).sum(dim=1)
         still_a_number = (trailing_run < MAX_SPARED_ZERO_RUN)[:, None]
-        repeats &= ~(in_number & zeros[windows].any(dim=-1) & still_a_number)
+        repeats &= ~(in_number & holds_zero & still_a_number)
     banned = torch.zeros(logits.shape, dtype=torch.int32, device=logits.device)
     banned.scatter_add_(1, windows[:, :, -1], repeats.to(torch.int32))
     logits.masked_fill_(banned > 0, float("-inf"))
