@@ -16,8 +16,8 @@ from llm_from_scratch.decoding.common import (
     SearchModel,
     SpecialIds,
     next_token_log_probs,
+    number_masks,
     output_limits,
-    zero_run_masks,
 )
 
 
@@ -56,14 +56,12 @@ def beam_search(
     beam_scores[:, 0] = 0.0
     finished: list[list[Hypothesis]] = [[] for _ in sentences]
 
-    zero_runs = zero_run_masks(tok, device)
+    numbers = number_masks(tok, device)
     for step in range(max(limits)):
         length = step + 1  # tokens generated once this step's token is appended
         inputs = prefix[:, -1:] if cache is not None else prefix
         logits = model.decode(inputs, memory, src_mask, cache)[:, -1]  # (open * k, vocab)
-        log_probs = next_token_log_probs(
-            logits, prefix[:, 1:], tok, no_repeat_ngram_size, zero_runs
-        )
+        log_probs = next_token_log_probs(logits, prefix[:, 1:], tok, no_repeat_ngram_size, numbers)
         # 2k candidates leave k that do not end in EOS even if k of them do.
         top_scores, top_beams, top_tokens = top_candidates(beam_scores, log_probs, 2 * k)
         is_eos = top_tokens == tok.eos_id

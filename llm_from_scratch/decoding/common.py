@@ -10,10 +10,11 @@ import torch
 from torch import Tensor
 
 from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.tokenizer.bpe import NumberIds
 
-# The longest run of zero and separator tokens the no-repeat ban spares: 1,000,000,000,000 spelled
-# a character a token. Past it a run of zeros is a loop, not a number, and the ban applies.
-MAX_SPARED_ZERO_RUN = 16
+# The longest run of digit and separator tokens the no-repeat ban spares: 1,000,000,000,000 spelled
+# a character a token. Past it a run of digits is a loop, not a number, and the ban applies.
+MAX_SPARED_NUMBER_RUN = 16
 
 
 class SearchModel(Protocol):
@@ -41,7 +42,7 @@ class SpecialIds(Protocol):
     def eos_id(self) -> int: ...
 
     @property
-    def zero_ids(self) -> tuple[frozenset[int], frozenset[int]]: ...
+    def number_ids(self) -> NumberIds: ...
 
     @property
     def vocab_size(self) -> int: ...
@@ -64,14 +65,14 @@ def output_limits(src_mask: Tensor, a: float, b: int, max_positions: int) -> Ten
     return (a * src_lengths + b).floor().long().clamp(1, max_positions)
 
 
-def zero_run_masks(tok: SpecialIds, device: torch.device) -> tuple[Tensor, Tensor]:
-    """(vocab,) masks of `tok.zero_ids`: the zero runs and the separators of numbers."""
+def number_masks(tok: SpecialIds, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
+    """(vocab,) masks of `tok.number_ids`: zeros, digits (the zeros included) and separators."""
     masks = []
-    for ids in tok.zero_ids:
+    for ids in tok.number_ids:
         mask = torch.zeros(tok.vocab_size, dtype=torch.bool, device=device)
         mask[list(ids)] = True
         masks.append(mask)
-    return masks[0], masks[1]
+    return masks[0], masks[1], masks[2]
 
 
 def next_token_log_probs(
@@ -79,21 +80,23 @@ def next_token_log_probs(
     generated: Tensor,
     tok: SpecialIds,
     no_repeat_ngram_size: int,
-    zero_runs: tuple[Tensor, Tensor] | None = None,
+    numbers: tuple[Tensor, Tensor, Tensor] | None = None,
 ) -> Tensor:
     """logits (rows, vocab) → log-probabilities with the forbidden tokens at -inf.
 
     BOS and PAD are never outputs; with `no_repeat_ngram_size` = n, neither is a token that would
-    repeat an n-gram already in the row's `generated` ids (rows, steps), unless the n-gram is a
-    number's zeros and separators (`zero_runs`, from `zero_run_masks`): 10000 and 1,000,000
-    repeat such n-grams when digits are tokens of their own. A row whose output already ends in
-    `MAX_SPARED_ZERO_RUN` such tokens is spared no more.
+    repeat an n-gram already in the row's `generated` ids (rows, steps), unless the n-gram is
+    made of a number's pieces (`numbers`, from `number_masks`) and either holds a zero (10000 and
+    1,000,000 repeat 0 0 0 within one number) or repeats one of an earlier number (1998 after
+    1995 repeats 1 9 9) when digits are tokens of their own. A row whose output already ends in
+    `MAX_SPARED_NUMBER_RUN` such tokens is spared no more. Within one number other digits may
+    not repeat an n-gram: 1 6 6 6 6 6… is a loop.
     """
     if no_repeat_ngram_size > 0:
         # Banned before the softmax, so the allowed tokens share all of the probability, as in
         # CTranslate2's search: the exported model then scores and ranks hypotheses the same.
         logits = logits.clone()
-        _ban_repeated_ngrams(logits, generated, no_repeat_ngram_size, zero_runs)
+        _ban_repeated_ngrams(logits, generated, no_repeat_ngram_size, numbers)
     log_probs = log_softmax_upcast(logits)
     log_probs[:, [tok.bos_id, tok.pad_id]] = float("-inf")
     return log_probs
@@ -106,26 +109,32 @@ def log_softmax_upcast(logits: Tensor) -> Tensor:
 
 
 def _ban_repeated_ngrams(
-    logits: Tensor, generated: Tensor, n: int, zero_runs: tuple[Tensor, Tensor] | None
+    logits: Tensor, generated: Tensor, n: int, numbers: tuple[Tensor, Tensor, Tensor] | None
 ) -> None:
     """Set to -inf, in each row of `logits`, every token that would complete an n-gram of the
-    row's `generated` ids a second time, zero runs up to `MAX_SPARED_ZERO_RUN` spared. One pass
-    over all rows: this runs at every step."""
+    row's `generated` ids a second time, numbers up to `MAX_SPARED_NUMBER_RUN` tokens spared. One
+    pass over all rows: this runs at every step."""
     steps = generated.size(1)
     if steps < n:
         return  # no complete n-gram yet
     windows = generated.unfold(1, n, 1)  # (rows, steps - n + 1, n): every n-gram so far
     context = generated[:, steps - n + 1 :]  # the n - 1 ids a new n-gram would start with
     repeats = (windows[:, :, :-1] == context[:, None, :]).all(dim=-1)
-    if zero_runs is not None:
-        zeros, separators = zero_runs
-        is_zero = zeros[generated]  # (rows, steps), each token looked up once
-        number_tokens = is_zero | separators[generated]
+    if numbers is not None:
+        zeros, digits, separators = numbers
+        is_digit = digits[generated]  # (rows, steps), each token looked up once
+        number_tokens = is_digit | separators[generated]
         in_number = number_tokens.unfold(1, n, 1).all(dim=-1)
-        holds_zero = is_zero.unfold(1, n, 1).any(dim=-1)
+        holds_zero = zeros[generated].unfold(1, n, 1).any(dim=-1)
+        holds_digit = is_digit.unfold(1, n, 1).any(dim=-1)
+        # The number being written: the output's trailing run of number tokens. A window of
+        # number tokens that starts before it lies wholly in an earlier number.
         trailing_run = number_tokens.flip(1).long().cumprod(dim=1).sum(dim=1)
-        still_a_number = (trailing_run < MAX_SPARED_ZERO_RUN)[:, None]
-        repeats &= ~(in_number & holds_zero & still_a_number)
+        run_start = (steps - trailing_run)[:, None]
+        in_earlier_number = torch.arange(windows.size(1), device=generated.device) < run_start
+        still_a_number = (trailing_run < MAX_SPARED_NUMBER_RUN)[:, None]
+        spared = in_number & still_a_number & (holds_zero | (holds_digit & in_earlier_number))
+        repeats &= ~spared
     banned = torch.zeros(logits.shape, dtype=torch.int32, device=logits.device)
     banned.scatter_add_(1, windows[:, :, -1], repeats.to(torch.int32))
     logits.masked_fill_(banned > 0, float("-inf"))

@@ -14,8 +14,8 @@ from llm_from_scratch.decoding.common import (
     SearchModel,
     SpecialIds,
     next_token_log_probs,
+    number_masks,
     output_limits,
-    zero_run_masks,
 )
 
 
@@ -44,13 +44,11 @@ def greedy_search(
     scores = torch.zeros(src.size(0), dtype=torch.float64, device=src.device)
     results: list[Hypothesis | None] = [None] * src.size(0)
 
-    zero_runs = zero_run_masks(tok, src.device)
+    numbers = number_masks(tok, src.device)
     for step in range(int(limits.max())):
         inputs = prefix[:, -1:] if cache is not None else prefix
         logits = model.decode(inputs, memory, src_mask, cache)[:, -1]  # (open, vocab)
-        log_probs = next_token_log_probs(
-            logits, prefix[:, 1:], tok, no_repeat_ngram_size, zero_runs
-        )
+        log_probs = next_token_log_probs(logits, prefix[:, 1:], tok, no_repeat_ngram_size, numbers)
         best, tokens = log_probs.max(dim=-1)
         scores += best
         prefix = torch.cat([prefix, tokens[:, None]], dim=1)  # (open, step + 2)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from functools import cached_property
 from itertools import pairwise, repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from llm_from_scratch.atomic import atomic_writer
 from llm_from_scratch.tokenizer import file_format
@@ -32,9 +32,19 @@ from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalizer
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD, RESERVED
 
 MAX_CACHED_PIECES = 1 << 18
-ZERO_CHARACTERS = frozenset("0\uff10")  # 0 and its full-width form
+DIGIT_CHARACTERS = frozenset("0123456789０１２３４５６７８９")  # ASCII and full-width
+ZERO_CHARACTERS = frozenset("0０")
 SEPARATOR_CHARACTERS = (",", ".", "\uff0c", "\uff0e")  # and their full-width forms
 NO_MERGE = 1 << 62  # the rank of a pair that is never merged: above every token id
+
+
+class NumberIds(NamedTuple):
+    """Token ids of numbers' pieces: each token's text is these characters only, a leading space
+    allowed."""
+
+    zeros: frozenset[int]  # 0, 00, ０…
+    digits: frozenset[int]  # any digits, ASCII or full-width, the zeros included
+    separators: frozenset[int]  # the thousands and decimal separators
 
 
 class _PieceEncoder(dict):
@@ -293,18 +303,20 @@ class BPETokenizer:
         return self._first_byte_id <= token_id < self._first_byte_id + NUM_BYTES
 
     @cached_property
-    def zero_ids(self) -> tuple[frozenset[int], frozenset[int]]:
-        """(zeros, separators): the tokens that are runs of zeros, ASCII or full-width (a leading
-        space allowed), and the thousands and decimal separators. Numbers repeat n-grams of these
-        (10000, 1,000,000), which no-repeat n-gram bans must spare (decoding/common.py)."""
-        zeros, separators = set(), set()
+    def number_ids(self) -> NumberIds:
+        """The tokens numbers are written with. Numbers repeat n-grams of these (10000,
+        1,000,000, and 1995 beside 1998), which no-repeat n-gram bans must spare
+        (decoding/common.py)."""
+        zeros, digits, separators = set(), set(), set()
         for token_id in range(self._first_byte_id + NUM_BYTES, self.vocab_size):
             text = self._token_bytes[token_id].decode("utf-8", "replace").lstrip(" ")
-            if text and set(text) <= ZERO_CHARACTERS:
-                zeros.add(token_id)
+            if text and set(text) <= DIGIT_CHARACTERS:
+                digits.add(token_id)
+                if set(text) <= ZERO_CHARACTERS:
+                    zeros.add(token_id)
             elif text in SEPARATOR_CHARACTERS:
                 separators.add(token_id)
-        return frozenset(zeros), frozenset(separators)
+        return NumberIds(frozenset(zeros), frozenset(digits), frozenset(separators))
 
     def token_text(self, token_id: int) -> str:
         """Readable form of one token: special tokens by name, byte tokens as <0xNN>."""

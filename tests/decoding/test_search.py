@@ -7,7 +7,12 @@ import torch
 
 from llm_from_scratch.decoding import beam as beam_module
 from llm_from_scratch.decoding.beam import beam_search, length_penalty, top_candidates
-from llm_from_scratch.decoding.common import MAX_SPARED_ZERO_RUN, Hypothesis
+from llm_from_scratch.decoding.common import (
+    MAX_SPARED_NUMBER_RUN,
+    Hypothesis,
+    next_token_log_probs,
+    number_masks,
+)
 from llm_from_scratch.decoding.greedy import greedy_search
 from llm_from_scratch.evaluation.report import has_repeated_ngram
 
@@ -172,9 +177,9 @@ class FixedLogitsModel(LoopingModel):
 
 def test_the_zeros_of_a_number_are_spared_by_the_no_repeat_ban(sources):
     tok = tiny_tokenizer(("10000 yen", "1,000,000 people", "２００００円", "a b c d"))
-    [zero] = [i for i in tok.zero_ids[0] if tok.token_text(i) == "0"]
-    [comma] = [i for i in tok.zero_ids[1] if tok.token_text(i) == ","]
-    assert tok.encode("a") and tok.encode("a")[0] not in tok.zero_ids[0] | tok.zero_ids[1]
+    [zero] = [i for i in tok.number_ids.zeros if tok.token_text(i) == "0"]
+    [comma] = [i for i in tok.number_ids.separators if tok.token_text(i) == ","]
+    assert tok.encode("a") and tok.encode("a")[0] not in tok.number_ids.zeros | tok.number_ids.separators
     long_outputs = {"max_len_b": 30, "no_repeat_ngram_size": 3}
     # 0 0 0 0 ... and 0 0 0 , 0 0 0 , ... repeat 3-grams, as numbers do: both are allowed.
     for favourites in ([zero], [zero, comma]):
@@ -184,7 +189,7 @@ def test_the_zeros_of_a_number_are_spared_by_the_no_repeat_ban(sources):
         for nbest in beam(model, tok, sources, **long_outputs):
             assert nbest[0].tokens[:8] == [zero] * 8
     # Past the longest number the ban spares, a run of zeros is a loop and is stopped.
-    run = MAX_SPARED_ZERO_RUN
+    run = MAX_SPARED_NUMBER_RUN
     model = FixedLogitsModel(tok, [zero])
     for h in greedy(model, tok, sources, **long_outputs):
         assert h.tokens[: run + 1] != [zero] * (run + 1) and h.tokens[:run] == [zero] * run
@@ -194,6 +199,36 @@ def test_the_zeros_of_a_number_are_spared_by_the_no_repeat_ban(sources):
     [a] = tok.encode("a")
     for h in greedy(FixedLogitsModel(tok, [a, zero]), tok, sources, **long_outputs):
         assert h.tokens[:4] == [a, a, a, zero]  # a fourth "a" would repeat "a a a"
+
+
+def banned_after(tok, text: str, n: int = 3) -> set[str]:
+    """The tokens the no-repeat ban forbids after the output `text`, as text."""
+    generated = torch.tensor([tok.encode(text)])
+    logits = torch.zeros(1, tok.vocab_size)
+    log_probs = next_token_log_probs(logits, generated, tok, n, number_masks(tok, logits.device))
+    specials = {tok.bos_id, tok.pad_id}
+    return {tok.token_text(i) for i in range(tok.vocab_size) if log_probs[0, i].isinf()} - {
+        tok.token_text(i) for i in specials
+    }
+
+
+def test_numbers_that_share_digits_are_spared_and_what_follows_them_is_not():
+    tok = tiny_tokenizer(
+        ("From 1995 to 1998.", "１９９５年から１９９８年", "1666 and 1666.", "a b c d")
+    )
+    assert [tok.token_text(i) for i in tok.encode("1995")] == ["1", "9", "9", "5"]
+    # 1998 after 1995 repeats "1 9 9", in either script: the years must both be writable.
+    assert banned_after(tok, "From 1995 to 19") == set()
+    assert banned_after(tok, "１９９５年から１９") == set()
+    # An n-gram that leaves the number is banned as any other: no "9 5 年" loop, no "a b c".
+    after_the_year = tok.token_text(tok.encode("１９９５年から")[4])
+    assert after_the_year.startswith("年")
+    assert banned_after(tok, "１９９５年から１９９５") == {after_the_year}
+    assert banned_after(tok, "a b c d b c") == {" d"}
+    # Within one number only zeros may repeat: 1 6 6 6 6… is a loop; a second 1666 is not,
+    # though what followed the first may not follow it again.
+    assert banned_after(tok, "1666") == {"6"}
+    assert banned_after(tok, "1666 and 166") == {" and"}
 
 
 def test_nbest_are_distinct_and_best_first(copy_model, tokenizer, sources):
