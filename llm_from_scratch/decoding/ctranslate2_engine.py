@@ -10,6 +10,8 @@ the same for both engines. The settings map onto CTranslate2's as follows:
   `max_decoding_length` per call: a call runs to the longest limit of its sources, and the few
   whose search reached its own limit are searched again with it (`_ended_before`), which gives
   each sentence the output of its own limit;
+- `no_repeat_ngram_size` is CTranslate2's own ban, which spares no number: where a number
+  repeats an n-gram of digits (1998 after 1995, 10000), its outputs may differ from torch's;
 - greedy search scores the summed log-probability, as here. Beam search normalizes differently:
   CTranslate2 divides a finished hypothesis's log-probability by L^α (L: its tokens, EOS
   counted, as `return_end_token` makes it) and stops a sentence once beam_size hypotheses have
