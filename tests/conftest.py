@@ -15,6 +15,8 @@ import llm_from_scratch.programs.evaluate
 import llm_from_scratch.programs.prepare_data
 import llm_from_scratch.programs.train
 import llm_from_scratch.programs.train_tokenizer  # noqa: F401
+from llm_from_scratch.programs.train import TrainConfig
+from llm_from_scratch.schema import to_schema
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
@@ -28,6 +30,17 @@ def compose_config() -> Callable[..., DictConfig]:
             return compose(config_name=name, overrides=overrides or [])
 
     return _compose
+
+
+@pytest.fixture
+def train_config(compose_config) -> Callable[..., TrainConfig]:
+    """The validated `TrainConfig` that `configs/train.yaml` composes into with these overrides,
+    as `scripts/train.py` would run it: `train_config("experiment=kftt", "model=base")`."""
+
+    def _train(*overrides: str) -> TrainConfig:
+        return to_schema(compose_config("train", list(overrides)), TrainConfig)
+
+    return _train
 
 
 @pytest.fixture

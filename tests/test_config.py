@@ -41,8 +41,8 @@ def test_primary_configs_compose(compose_config, name):
 @pytest.mark.parametrize(
     "group,option", [(group, option) for group in GROUPS for option in group_options(group)]
 )
-def test_every_group_option_composes_into_train(compose_config, group, option):
-    config = to_schema(compose_config("train", [f"{group}={option}"]), TrainConfig)
+def test_every_group_option_composes_into_train(train_config, group, option):
+    config = train_config(f"{group}={option}")
     if group == "model":
         assert config.model.d_model % config.model.n_heads == 0
 
@@ -52,18 +52,18 @@ def test_every_group_has_options():
         assert group_options(group), f"configs/{group}/ is empty"
 
 
-def test_smoke_experiment_selects_tiny_model_and_its_run_dir(compose_config):
-    config = to_schema(compose_config("train", ["experiment=smoke"]), TrainConfig)
-    tiny = to_schema(compose_config("train", ["model=tiny"]), TrainConfig).model
+def test_smoke_experiment_selects_tiny_model_and_its_run_dir(train_config):
+    config = train_config("experiment=smoke")
+    tiny = train_config("model=tiny").model
     assert config.model == tiny
     assert Path(config.paths.run_dir) == project_root() / "runs" / "smoke"
 
 
-def test_short_experiment_trains_the_short_recipe_for_its_steps(compose_config):
+def test_short_experiment_trains_the_short_recipe_for_its_steps(train_config):
     from llm_from_scratch.training.budget import Schedule
     from llm_from_scratch.training.recipe import recipe_plan
 
-    config = to_schema(compose_config("train", ["experiment=short"]), TrainConfig)
+    config = train_config("experiment=short")
     plan = recipe_plan(config, Schedule.of(config.training))
     short = config.training.short_run
     assert config.training.max_time is None and plan.schedule.short
@@ -75,9 +75,9 @@ def test_short_experiment_trains_the_short_recipe_for_its_steps(compose_config):
     assert (plan.lr, plan.batch_tokens) == (short.lr, short.batch_tokens)
 
 
-def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(compose_config):
-    distilled = to_schema(compose_config("train", ["experiment=spe_distilled"]), TrainConfig)
-    teacher = to_schema(compose_config("train", ["experiment=spe_tokenized"]), TrainConfig)
+def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(train_config):
+    distilled = train_config("experiment=spe_distilled")
+    teacher = train_config("experiment=spe_tokenized")
     root = project_root()
     assert [(Path(e.source), Path(e.target)) for e in distilled.data.extra_train] == [
         (
@@ -127,19 +127,19 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(co
         (["data.loading.num_workers=-1"], "data.loading.num_workers=-1 must be at least 0"),
     ],
 )
-def test_invalid_values_are_named(compose_config, overrides, message):
+def test_invalid_values_are_named(train_config, overrides, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
-        to_schema(compose_config("train", overrides), TrainConfig)
+        train_config(*overrides)
 
 
 @pytest.mark.parametrize(
     ("setting", "on_cpu", "on_cuda"),
     [("auto", False, True), ("true", True, True), ("True", True, True), ("false", False, False)],
 )
-def test_compile_auto_compiles_on_cuda_only(compose_config, setting, on_cpu, on_cuda):
+def test_compile_auto_compiles_on_cuda_only(train_config, setting, on_cpu, on_cuda):
     import torch
 
-    training = to_schema(compose_config("train", [f"training.compile={setting}"]), TrainConfig)
+    training = train_config(f"training.compile={setting}")
     assert training.training.compiles(torch.device("cpu")) is on_cpu
     assert training.training.compiles(torch.device("cuda")) is on_cuda
 
@@ -171,9 +171,9 @@ def test_the_option_train_yaml_picks_holds_its_schemas_defaults(group):
         ("+nmae=x", "nmae is not a setting; did you mean name?"),
     ],
 )
-def test_keys_added_with_plus_are_refused_naming_the_closest(compose_config, override, message):
+def test_keys_added_with_plus_are_refused_naming_the_closest(train_config, override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
-        to_schema(compose_config("train", [override]), TrainConfig)
+        train_config(override)
 
 
 def test_unknown_key_is_rejected_at_composition(compose_config):
@@ -193,9 +193,9 @@ def test_unknown_key_is_rejected_at_composition(compose_config):
     ],
 )
 def test_splits_named_on_the_command_line_are_read_and_the_others_carved(
-    compose_config, overrides, carved
+    train_config, overrides, carved
 ):
-    config = to_schema(compose_config("train", overrides), TrainConfig)
+    config = train_config(*overrides)
     assert config.data.corpus.carved_splits == carved
 
 
@@ -222,15 +222,12 @@ def test_check_range_passes_bounds_and_unset_values():
 
 
 def test_the_kftt_recipe_trains_two_hours_on_either_kftt_corpus_in_either_direction(
-    compose_config,
+    train_config,
 ):
     from llm_from_scratch.training.config import parse_duration
 
-    def composed(experiment: str) -> TrainConfig:
-        return to_schema(compose_config("train", [f"experiment={experiment}"]), TrainConfig)
-
-    kftt, kyoto_wiki = composed("kftt"), composed("kyoto_wiki")
-    default = to_schema(compose_config("train"), TrainConfig)
+    kftt, kyoto_wiki = train_config("experiment=kftt"), train_config("experiment=kyoto_wiki")
+    default = train_config()
     assert parse_duration(kftt.training.max_time) == 2 * 3600
     assert kftt.training.eval_every > default.training.eval_every
     assert kftt.decoding.length_penalty < default.decoding.length_penalty
@@ -238,23 +235,20 @@ def test_the_kftt_recipe_trains_two_hours_on_either_kftt_corpus_in_either_direct
     assert kyoto_wiki.training == kftt.training and kyoto_wiki.model == kftt.model
     assert kyoto_wiki.tokenizer == kftt.tokenizer
     for experiment, corpus in (("kftt_ja_en", "kftt"), ("kyoto_wiki_ja_en", "kyoto_wiki")):
-        reversed_run = composed(experiment)
+        reversed_run = train_config(f"experiment={experiment}")
         assert (reversed_run.data.name, reversed_run.data.direction) == (corpus, "ja-en")
         assert reversed_run.training == kftt.training
 
 
 def test_the_kftt_gpu_recipe_is_kftt_with_transformer_base_and_reads_either_corpus(
-    compose_config,
+    train_config,
 ):
-    def composed(*overrides: str) -> TrainConfig:
-        return to_schema(compose_config("train", list(overrides)), TrainConfig)
-
-    kftt, gpu = composed("experiment=kftt"), composed("experiment=kftt_gpu")
-    base = to_schema(compose_config("train", ["model=base"]), TrainConfig).model
+    kftt, gpu = train_config("experiment=kftt"), train_config("experiment=kftt_gpu")
+    base = train_config("model=base").model
     assert gpu.model == base and gpu.model != kftt.model
     assert (gpu.tokenizer, gpu.decoding) == (kftt.tokenizer, kftt.decoding)
     assert gpu.data.loading.batch_tokens > kftt.data.loading.batch_tokens
     assert gpu.training.max_steps > kftt.training.max_steps
-    on_the_mirror = composed("experiment=kftt_gpu", "data=kyoto_wiki")
+    on_the_mirror = train_config("experiment=kftt_gpu", "data=kyoto_wiki")
     assert on_the_mirror.data.name == "kyoto_wiki" and on_the_mirror.model == base
     assert on_the_mirror.data.loading == gpu.data.loading

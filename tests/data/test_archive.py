@@ -19,8 +19,6 @@ from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.sources import DataSourceError, fetch_dataset
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import PathsConfig
-from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.schema import to_schema
 
 ORIG = "kftt-data-1.0/data/orig"
 TEXTS = {
@@ -49,13 +47,13 @@ def kftt_members() -> dict[str, bytes]:
 
 
 @pytest.fixture
-def kftt(compose_config, tmp_path, monkeypatch) -> tuple[DataConfig, PathsConfig]:
+def kftt(train_config, tmp_path, monkeypatch) -> tuple[DataConfig, PathsConfig]:
     """data=kftt as shipped, its archive URL and sha1 pointed at an archive built here."""
     monkeypatch.delenv("DATA_MIRROR", raising=False)
     upstream = tmp_path / "upstream" / "kftt-data-1.0.tar.gz"
     upstream.parent.mkdir()
     sha1 = build_archive(upstream, kftt_members())
-    config = to_schema(compose_config("train", ["experiment=kftt"]), TrainConfig)
+    config = train_config("experiment=kftt")
     assert config.tokenizer.vocab_size > 4000  # a vocabulary that holds KFTT's characters
     data = config.data
     data.archive = dataclasses.replace(data.archive, url=upstream.as_uri(), sha1=sha1)
@@ -63,8 +61,8 @@ def kftt(compose_config, tmp_path, monkeypatch) -> tuple[DataConfig, PathsConfig
     return data, paths
 
 
-def test_the_shipped_config_names_the_official_archive(compose_config):
-    data = to_schema(compose_config("train", ["data=kftt"]), TrainConfig).data
+def test_the_shipped_config_names_the_official_archive(train_config):
+    data = train_config("data=kftt").data
     assert data.archive.url == "http://www.phontron.com/kftt/download/kftt-data-1.0.tar.gz"
     assert data.archive.sha1 == "0e1f5a9dc993b7d74ca6a0521232d17ce94c8cb4"
     assert data.corpus.file_names[:2] == [f"{ORIG}/kyoto-train.en", f"{ORIG}/kyoto-train.ja"]

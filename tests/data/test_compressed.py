@@ -98,14 +98,12 @@ def test_a_compressed_empty_file_is_named(tmp_path, local_config, paths):
 
 
 def test_experiment_kyoto_wiki_reads_the_gzip_train_files_with_a_vocabulary_that_holds_them(
-    compose_config,
+    train_config,
 ):
-    from llm_from_scratch.programs.train import TrainConfig
-    from llm_from_scratch.schema import to_schema
 
-    config = to_schema(compose_config("train", ["experiment=kyoto_wiki"]), TrainConfig)
+    config = train_config("experiment=kyoto_wiki")
     assert config.data.corpus.file_names[:2] == ["train.en.gz", "train.ja.gz"]
     assert sorted(config.data.corpus.file_names) == sorted(f.name for f in config.data.files)
     assert config.tokenizer.vocab_size == 8000
-    default = to_schema(compose_config("train"), TrainConfig)
+    default = train_config()
     assert (default.data.name, default.tokenizer.vocab_size) == ("everyday_mix", 8000)

@@ -247,11 +247,9 @@ def test_a_split_carved_to_nothing_is_named(tmp_path, local_config, paths):
         load_split(cfg, "dev", paths)
 
 
-def test_local_tsv_config_with_only_a_train_file_carves_dev_and_test(compose_config, tmp_path):
-    from llm_from_scratch.programs.train import TrainConfig
-    from llm_from_scratch.schema import to_schema
+def test_local_tsv_config_with_only_a_train_file_carves_dev_and_test(train_config, tmp_path):
 
-    config = to_schema(compose_config("train", ["data=local_tsv"]), TrainConfig)
+    config = train_config("data=local_tsv")
     (tmp_path / config.data.name).mkdir()
     lines = "".join(f"s{i}\tt{i}\n" for i in range(1000))
     (tmp_path / config.data.name / "train.tsv").write_text(lines)
