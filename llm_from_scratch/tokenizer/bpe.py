@@ -310,9 +310,10 @@ class BPETokenizer:
         zeros, digits, separators = set(), set(), set()
         for token_id in range(self._first_byte_id + NUM_BYTES, self.vocab_size):
             text = self._token_bytes[token_id].decode("utf-8", "replace").lstrip(" ")
-            if text and set(text) <= DIGIT_CHARACTERS:
+            characters = set(text)
+            if text and characters <= DIGIT_CHARACTERS:
                 digits.add(token_id)
-                if set(text) <= ZERO_CHARACTERS:
+                if characters <= ZERO_CHARACTERS:
                     zeros.add(token_id)
             elif text in SEPARATOR_CHARACTERS:
                 separators.add(token_id)

@@ -220,8 +220,8 @@ def test_bad_mixtures_are_refused_in_one_line(data, message):
     assert "\n" not in str(error.value)
 
 
-def test_everyday_mix_composes_its_members_from_their_configs(compose_config):
-    data = to_schema(compose_config("train", ["data=everyday_mix"]).data, DataConfig)
+def test_everyday_mix_composes_its_members_from_their_configs(train_config):
+    data = train_config("data=everyday_mix").data
     assert data.name == "everyday_mix" and data.corpus.source_style == "raw"
     small, tanaka = data.mixture["small_parallel_enja"], data.mixture["tanaka_graded"]
     assert small.corpus.source_style == "lowercase_tokenized" and small.corpus.detokenize_ja

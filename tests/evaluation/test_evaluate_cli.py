@@ -12,14 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.corpus import CORPUS_COLUMN
 from llm_from_scratch.decoding.translator import Candidate, SentenceTranslation, Translation
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.evaluation.metrics import bleu, corpus_scores
 from llm_from_scratch.programs import evaluate as evaluate_cli
 from llm_from_scratch.programs.arguments import UsageError
-from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from tests.decoding.builders import save_tiny_checkpoint
 
@@ -316,12 +314,12 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
     }
 
 
-def test_a_corpus_of_the_runs_mixture_is_scored_as_the_mixture_reads_it(compose_config):
+def test_a_corpus_of_the_runs_mixture_is_scored_as_the_mixture_reads_it(train_config):
     """`--data small_parallel_enja` on an everyday_mix model: that member's pairs in the model's
     (raw) source style, not the corpus's own lowercased, tokenized one."""
-    trained = to_schema(compose_config("train", ["data=everyday_mix"]).data, DataConfig)
-    member = to_schema(compose_config("train", ["data=small_parallel_enja"]).data, DataConfig)
+    trained = train_config("data=everyday_mix").data
+    member = train_config("data=small_parallel_enja").data
     assert evaluate_cli._scored_data(member, trained) == (trained, "small_parallel_enja")
-    alone = to_schema(compose_config("train", ["data=tanaka_graded"]).data, DataConfig)
+    alone = train_config("data=tanaka_graded").data
     data, kept = evaluate_cli._scored_data(member, alone)
     assert (data.name, kept) == ("small_parallel_enja", None)
