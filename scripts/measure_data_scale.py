@@ -13,7 +13,8 @@ all cores, the memory-mapped cache) with `paths.root` in the work directory, whi
 samples the resident memory of that process and its workers together. It prints one row per size:
 seconds for the tokenizers and for the cache, their sum, that sum per million pairs (equal across
 sizes where time grows linearly), the process's wall time (imports included) and the peak
-resident memory of the process tree (PSS summed: shared pages once).
+resident memory of the process tree (PSS summed: shared pages once), anonymous (what must fit in
+memory) and all of it (with the pages of memory-mapped files, which the kernel can drop).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -90,6 +92,8 @@ def run_stage(work: Path, name: str) -> None:
     from llm_from_scratch.programs.train import TrainConfig
     from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 
+    # The stage's own log lines, timed from this process's start like the memory trace's rows.
+    logging.basicConfig(level=logging.INFO, format="%(relativeCreated)9.0f ms %(message)s")
     config = compose_config("train", stage_overrides(work, name), TrainConfig)
     started = time.perf_counter()
     src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
@@ -104,10 +108,12 @@ def run_stage(work: Path, name: str) -> None:
     print(json.dumps(timings))
 
 
-def tree_memory(root: int) -> int:
-    """Resident bytes of `root` and every process below it: the sum of their proportional set
-    sizes (PSS), so that pages forked workers share with their parent count once, not per process
-    as summing RSS would."""
+def tree_memory(root: int) -> tuple[int, int]:
+    """Resident bytes of `root` and every process below it, as (anonymous, file-backed): sums of
+    their proportional set sizes (PSS), so that pages forked workers share with their parent count
+    once, not per process as summing RSS would. File-backed pages are mapped files (the
+    memory-mapped caches, libraries): the kernel drops them under pressure and reads them again,
+    while anonymous pages (Python objects, arrays) must fit in memory."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -118,41 +124,56 @@ def tree_memory(root: int) -> int:
             continue
         parent = next(line for line in status.splitlines() if line.startswith("PPid:"))
         children.setdefault(int(parent.split()[1]), []).append(int(entry.name))
-    total, stack = 0, [root]
+    anonymous, file_backed, stack = 0, 0, [root]
     while stack:
         pid = stack.pop()
-        total += proportional_set_size(pid)
+        sizes = proportional_set_sizes(pid)
+        anonymous += sizes.get("Pss_Anon", 0) + sizes.get("Pss_Shmem", 0)
+        file_backed += sizes.get("Pss_File", 0)
         stack.extend(children.get(pid, []))
-    return total
+    return anonymous, file_backed
 
 
-def proportional_set_size(pid: int) -> int:
+def proportional_set_sizes(pid: int) -> dict[str, int]:
+    """The `Pss*` lines of the process's smaps_rollup, in bytes (empty when it has ended)."""
     try:
         rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:  # ended, or not ours to read
-        return 0
-    line = next((line for line in rollup.splitlines() if line.startswith("Pss:")), "Pss: 0 kB")
-    return int(line.split()[1]) * 1024
+        return {}
+    fields = (line.split() for line in rollup.splitlines() if line.startswith("Pss"))
+    return {name.rstrip(":"): int(kilobytes) * 1024 for name, kilobytes, *_ in fields}
 
 
 def measure(work: Path, name: str) -> dict[str, float]:
-    """The data stage for `name` in a fresh process; its progress bars go to <work>/<name>.log."""
+    """The data stage for `name` in a fresh process; its progress bars go to <work>/<name>.log and
+    its memory over time to <work>/<name>.memory.tsv (both kept with --keep)."""
     command = [sys.executable, __file__, "--stage", str(work), name]
     log = work / f"{name}.log"
     started = time.perf_counter()
     with log.open("w") as progress:
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=progress, text=True)
-        peak = 0
-        while child.poll() is None:
-            peak = max(peak, tree_memory(child.pid))
-            time.sleep(SAMPLE_SECONDS)
+        peak_anonymous = peak_total = 0
+        with (work / f"{name}.memory.tsv").open("w") as trace:
+            trace.write("seconds\tanonymous_bytes\tfile_bytes\n")
+            while child.poll() is None:
+                anonymous, file_backed = tree_memory(child.pid)
+                peak_anonymous = max(peak_anonymous, anonymous)
+                peak_total = max(peak_total, anonymous + file_backed)
+                elapsed = time.perf_counter() - started
+                trace.write(f"{elapsed:.1f}\t{anonymous}\t{file_backed}\n")
+                time.sleep(SAMPLE_SECONDS)
     seconds = time.perf_counter() - started
     output = child.stdout.read() if child.stdout else ""
     if child.returncode != 0:
         last = log.read_text().strip().splitlines()[-1:] or ["no output"]
         sys.exit(f"measure_data_scale: the data stage for {name} failed: {last[0]}")
     timings = json.loads(output.strip().splitlines()[-1])
-    return {**timings, "process": seconds, "peak_memory": peak}
+    return {
+        **timings,
+        "process": seconds,
+        "peak_anonymous": peak_anonymous,
+        "peak_total": peak_total,
+    }
 
 
 def main() -> None:
@@ -170,7 +191,7 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="measure_data_scale_"))
     print(
         f"{'pairs':>12} {'kept':>12} {'tokenizers s':>13} {'cache s':>9} {'stage s':>9} "
-        f"{'s per 1M':>9} {'process s':>10} {'peak mem GB':>12}"
+        f"{'s per 1M':>9} {'process s':>10} {'peak anon GB':>13} {'peak all GB':>12}"
     )
     try:
         for size in args.sizes:
@@ -181,7 +202,8 @@ def main() -> None:
             print(
                 f"{size:>12,} {row['train_pairs']:>12,} {row['tokenizers']:>13.1f} "
                 f"{row['cache']:>9.1f} {stage:>9.1f} {stage / size * 1e6:>9.1f} "
-                f"{row['process']:>10.1f} {row['peak_memory'] / 1e9:>12.2f}",
+                f"{row['process']:>10.1f} {row['peak_anonymous'] / 1e9:>13.2f} "
+                f"{row['peak_total'] / 1e9:>12.2f}",
                 flush=True,
             )
             for done in (work / "data" / "raw" / name, work / "data" / "cache"):

@@ -99,3 +99,16 @@ def _smoke_checkpoint(tmp_path: Path, corpus_mirror: Path) -> Path:
         timeout=600,
     )
     return run_dir / "best.pt"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="times the GPU where there is one")
+def test_the_gpu_benchmark_skips_make_bench_without_a_gpu_and_refuses_alone():
+    script = [sys.executable, "scripts/bench_gpu.py"]
+    in_make_bench = subprocess.run(
+        [*script, "--table-rows"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert in_make_bench.returncode == 0 and in_make_bench.stdout == ""
+    assert "no CUDA GPU here" in in_make_bench.stderr
+    alone = subprocess.run(script, cwd=REPO_ROOT, capture_output=True, text=True)
+    assert alone.returncode == 1
+    assert alone.stderr.strip().splitlines()[-1].startswith("bench_gpu: no CUDA GPU here")
