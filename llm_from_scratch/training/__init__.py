@@ -21,4 +21,5 @@ averaging.py    checkpoint averaging; a snapshot missing from those averaged
 distributed.py  torchrun (DDP) helpers
 logging.py      TensorBoard
 report.py       progress bar and log lines; stats.py: step statistics and timing
+profiling.py    training.profile_steps: torch.profiler over a few steps
 """

@@ -104,6 +104,9 @@ class TrainingConfig:
     # last: continue from last.pt. snapshot: where last.pt is gone, from the newest snapshot (its
     # weights and position; the optimizer's moments start afresh).
     resume_from: str = "last"
+    # Steps traced by torch.profiler after the first few, into <run>/profile/
+    # (training/profiling.py); 0: none.
+    profile_steps: int = 0
     # null: every run length trains the recipe above
     short_run: ShortRunConfig | None = field(default_factory=ShortRunConfig)
 
@@ -127,7 +130,7 @@ class TrainingConfig:
         )  # fmt: skip
         for key in at_least_one:
             check_range(f"training.{key}", getattr(self, key), 1)
-        for key in ("keep_snapshots", "warmup_steps", "weight_decay"):
+        for key in ("keep_snapshots", "warmup_steps", "weight_decay", "profile_steps"):
             check_range(f"training.{key}", getattr(self, key), 0)
         for key in ("lr", "clip_norm"):
             check_range(f"training.{key}", getattr(self, key), 0, low_open=True)

@@ -40,6 +40,7 @@ from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler, lr_multiplier
+from llm_from_scratch.training.profiling import UPDATE_RANGE, StepProfiler, fetched
 from llm_from_scratch.training.recipe import Plan, recipe_plan
 from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
 from llm_from_scratch.training.resume import continued_precision, load_saved, restore_optimizer
@@ -130,6 +131,7 @@ class Trainer:
 
     # ---- one optimizer step -------------------------------------------------------------------
 
+    @torch.profiler.record_function(UPDATE_RANGE)
     def update(self, micro_batches: list[Batch]) -> StepStats:
         """Forward/backward every micro-batch, then one (guarded) optimizer step."""
         self.model.train()
@@ -186,9 +188,13 @@ class Trainer:
         own_log = log is None
         log = log or self.run_logger()
         bar = TrainingBar(self.schedule.steps, self.progress.step, enabled=self.dist.is_main)
+        profile_dir = self.run_dir / "profile" if self.dist.is_main else None
         try:
-            with StopRequest() as request:
-                return self._train(log, bar, request)
+            with (
+                StopRequest() as request,
+                StepProfiler(self.cfg.profile_steps, profile_dir, self.device) as profiler,
+            ):
+                return self._train(log, bar, request, profiler)
         finally:
             bar.close()
             if own_log:
@@ -197,13 +203,15 @@ class Trainer:
     def run_logger(self) -> RunLogger:
         return RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
 
-    def _train(self, log: RunLogger, bar: TrainingBar, request: StopRequest) -> dict[str, float]:
+    def _train(
+        self, log: RunLogger, bar: TrainingBar, request: StopRequest, profiler: StepProfiler
+    ) -> dict[str, float]:
         validator = self.validator()
         started, window = self.clock(), LogWindow()
         start_elapsed = self.progress.elapsed
         timing = RunTiming(self.progress.step + PROBE_WARMUP)
         metrics: dict[str, float] = {}
-        for micro_batches in self.batches():
+        for micro_batches in fetched(self.batches()):
             stats = self.update(micro_batches)
             self.progress.step += 1
             now = self.clock()
@@ -242,6 +250,7 @@ class Trainer:
             if self.dist.any(request.requested):  # every rank stops at the same step
                 self._stop_on_signal(request.signum, saved=step % self.schedule.save_every == 0)
             timing.pause(self.clock() - pause_start)
+            profiler.step()
         return metrics
 
     def _stop_on_signal(self, signum: int | None, saved: bool) -> None:
