@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import torch
+from torch.autograd import DeviceType
 from torch.autograd.profiler_util import EventList
 from torch.profiler import ProfilerActivity, record_function
 
@@ -105,7 +106,9 @@ class StepProfiler:
             f"update {per_step.get(UPDATE_RANGE, 0.0):.1f} ms",
         ]
         if self.on_cuda:
-            busy = sum(event.self_device_time_total for event in events) / 1e3 / steps
+            # The kernels themselves: an operator's device time counts its kernels again.
+            kernels = [event for event in events if event.device_type != DeviceType.CPU]
+            busy = sum(event.self_device_time_total for event in kernels) / 1e3 / steps
             parts.append(f"GPU busy {busy:.1f} ms")
         wall = sum(self.step_times) / steps * 1e3
         return (

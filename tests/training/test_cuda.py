@@ -4,6 +4,8 @@ torch.compile's gradients, and a whole run with validation. Skipped without a GP
 from __future__ import annotations
 
 import dataclasses
+import logging
+import re
 
 import pytest
 import torch
@@ -72,3 +74,17 @@ def test_a_run_on_cuda_validates_and_saves(copy_task, tmp_path):
     assert trainer.precision.name in ("bf16", "fp16")
     assert "bleu" in metrics
     assert (tmp_path / "last.pt").is_file() and (tmp_path / "best.pt").is_file()
+
+
+def test_a_profiled_run_on_cuda_counts_the_gpus_busy_time(copy_task, tmp_path, caplog):
+    config, data, _ = copy_task
+    trainer = trainer_on(
+        config, data, tmp_path, device="cuda", max_steps=10, eval_every=100, profile_steps=3
+    )
+    with caplog.at_level(logging.INFO, logger="llm_from_scratch.training.profiling"):
+        trainer.fit()
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("profiled")]
+    busy = float(re.search(r"GPU busy ([\d.]+) ms", line).group(1))
+    wall = float(re.search(r"([\d.]+) ms a step", line).group(1))
+    assert 0 < busy < wall
+    assert "by GPU time" in (tmp_path / "profile" / "summary.txt").read_text()
