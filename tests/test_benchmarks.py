@@ -103,6 +103,7 @@ def _smoke_checkpoint(tmp_path: Path, corpus_mirror: Path) -> Path:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="times the GPU where there is one")
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is here")
+@pytest.mark.slow
 def test_the_gpu_benchmark_skips_make_bench_without_a_gpu_and_refuses_alone():
     script = [sys.executable, "scripts/bench_gpu.py"]
     in_make_bench = subprocess.run(

@@ -284,6 +284,7 @@ def test_a_crafted_pattern_with_a_matching_hash_is_refused_before_it_runs(checkp
 
 
 @pytest.mark.parametrize("problem", sorted(MISFIT_MESSAGES))
+@pytest.mark.slow
 def test_weights_that_do_not_fit_are_a_one_line_error(checkpoints, tokenizer, tmp_path, problem):
     state = load_checkpoint(checkpoints[2])
     state["model"] = misfit_weights(state["model"], TINY, tokenizer.vocab_size, problem)

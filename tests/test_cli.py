@@ -133,6 +133,7 @@ def test_script_outside_the_environment_says_how_to_run_it(script):
     assert f"run `make setup` once, then `.venv/bin/python scripts/{script} ...`" in result.stderr
 
 
+@pytest.mark.slow
 def test_make_translate_writes_only_translations(tmp_path):
     if not (REPO_ROOT / ".venv" / ".installed").is_file():
         pytest.skip("not installed through `make setup`")

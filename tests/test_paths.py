@@ -39,6 +39,7 @@ def test_a_path_setting_naming_a_file_is_a_config_error(tmp_path, key, under):
         ("train_tokenizer.py", "paths.tokenizer_dir"),
     ],
 )
+@pytest.mark.slow
 def test_the_programs_refuse_it_in_one_line_and_create_nothing(tmp_path, script, key):
     blocker = tmp_path / "blocker"
     blocker.write_text("not a directory")

@@ -148,6 +148,7 @@ def test_eval_loader_indices_point_back_at_the_references(tiny_enja, tiny_paths,
             assert batch.tgt_out[row][batch.tgt_mask[row]].tolist() == expected
 
 
+@pytest.mark.slow
 def test_loaders_pin_memory_only_for_cuda(tiny_enja, tiny_paths, word_tokenizer):
     data = module(tiny_enja, word_tokenizer, tiny_paths)
     assert data.train_loader(0, device="cuda").pin_memory

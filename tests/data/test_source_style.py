@@ -71,6 +71,7 @@ def test_casing_is_learned_away_from_sentence_starts():
     assert CASINGS.case("i") == "I" and CASINGS.case("unseen") == "unseen"
 
 
+@pytest.mark.slow
 def test_raw_small_parallel_enja_tokenizes_back_to_itself(corpus_mirror):
     lines = (corpus_mirror / "small_parallel_enja" / "train.en").read_text().splitlines()
     # Left out: lines the tokenizing rules do not reproduce themselves (a quote that ends a

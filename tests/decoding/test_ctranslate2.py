@@ -285,6 +285,7 @@ def test_translate_with_the_engine_flag_prints_the_torch_translations(
     assert f"model: {exported.resolve()}" in captured.err
 
 
+@pytest.mark.slow
 def test_evaluate_with_the_engine_flag_scores_the_torch_translations(
     exported: Path, checkpoint: Path, corpus_mirror: Path, tmp_path: Path
 ):

@@ -126,6 +126,7 @@ def test_bad_input_is_one_line_error(checkpoint, args, stdin, message):
     assert message.decode() in error
 
 
+@pytest.mark.slow
 def test_no_model_anywhere_is_one_line_error(tmp_path):
     # The default runs directory hangs off the project root, wherever the script is started.
     result = run_script(["hi"], cwd=tmp_path, env={ROOT_VARIABLE: str(tmp_path)})

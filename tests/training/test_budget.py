@@ -182,6 +182,7 @@ def budgeted(config, run_dir: Path, **changes):
     return fp32(config, run_dir, **{**settings, **changes})
 
 
+@pytest.mark.slow
 def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path, caplog):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
@@ -360,6 +361,7 @@ def test_a_resumed_budgeted_run_keeps_its_plan_and_equals_an_uninterrupted_one(
 
 
 @pytest.mark.parametrize(("run_step", "longer"), [(0.8, True), (1.25, False)])
+@pytest.mark.slow
 def test_the_run_plans_again_at_the_warmups_end_from_its_own_steps(
     copy_task, tmp_path, monkeypatch, caplog, run_step, longer
 ):
@@ -417,6 +419,7 @@ def test_the_final_test_decoding_is_part_of_the_plan():
     assert plan(DEFAULT, 1800.0, with_test).steps < plan(DEFAULT, 1800.0, SLOW_CPU).steps
 
 
+@pytest.mark.slow
 def test_the_probe_prices_the_test_decoding_in_validations(copy_task, tmp_path, monkeypatch):
     costs = measure_costs(lambda: 1, lambda: None, lambda: None, 5, FakeClock(), test_share=2.5)[0]
     assert costs.final_test == 2.5 * costs.validation > 0

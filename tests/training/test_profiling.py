@@ -23,6 +23,7 @@ def trained_weights(config, data, run_dir, **changes) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
 
 
+@pytest.mark.slow
 def test_a_profiled_run_writes_its_trace_and_trains_as_an_unprofiled_one(
     copy_task, tmp_path, caplog
 ):

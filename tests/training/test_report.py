@@ -77,6 +77,7 @@ def train_log(tmp_path):
     handler.close()
 
 
+@pytest.mark.slow
 def test_one_line_per_validation_then_the_final_model_in_the_log(
     copy_task, tmp_path, train_log, capsys
 ):
@@ -110,6 +111,7 @@ def test_one_line_per_validation_then_the_final_model_in_the_log(
     assert "validating (8 dev sentences)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_without_snapshots_the_final_model_is_best_pt_with_its_dev_scores(copy_task, tmp_path):
     config, data, _ = copy_task
     settings = {"eval_every": 10, "save_every": 10, "keep_snapshots": 0, "warmup_steps": 5}

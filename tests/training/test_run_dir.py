@@ -80,6 +80,7 @@ def holder():
 # ---- the lock ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_second_claim_names_the_holder_and_a_kill_9_leaves_no_stale_lock(tmp_path, holder):
     process = holder(tmp_path)
     with pytest.raises(RunDirError) as error, claim(tmp_path, Distributed()):

@@ -113,6 +113,7 @@ def crashing_after_step(monkeypatch: pytest.MonkeyPatch, step: int) -> Iterator[
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "inverse_sqrt"])
+@pytest.mark.slow
 def test_resume_after_a_crash_continues_exactly(copy_task, tmp_path, monkeypatch, schedule):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
@@ -132,6 +133,7 @@ def test_resume_after_a_crash_continues_exactly(copy_task, tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize(("requested", "resumed_in"), [("auto", "bf16"), ("fp32", "fp32")])
+@pytest.mark.slow
 def test_resume_keeps_the_precision_auto_started_with(
     copy_task, tmp_path, monkeypatch, requested, resumed_in
 ):

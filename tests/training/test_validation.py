@@ -20,6 +20,7 @@ from tests.decoding.builders import answering
 from .test_trainer import fp32
 
 
+@pytest.mark.slow
 def test_validation_greedy_equals_the_translator_with_beam_size_one(copy_task, tmp_path):
     config, data, _ = copy_task
     # A budget of a few sources per batch, so that both sides decode dev in several batches.
