@@ -104,12 +104,23 @@ def cpu_bf16_speedup(size: int = 768, rounds: int = 3) -> float:
     return rates[torch.bfloat16] / rates[torch.float32]
 
 
-def matmul_rate(dtype: torch.dtype, size: int, repeats: int) -> float:
-    """FLOP/s of a square matrix product on the CPU, after one untimed warm-up product."""
-    a = torch.randn(size, size, dtype=dtype)
-    b = torch.randn(size, size, dtype=dtype)
+def matmul_rate(
+    dtype: torch.dtype, size: int, repeats: int, device: torch.device | str = "cpu"
+) -> float:
+    """FLOP/s of a square matrix product on `device`, after one untimed warm-up product."""
+    device = torch.device(device)
+    a = torch.randn(size, size, dtype=dtype, device=device)
+    b = torch.randn(size, size, dtype=dtype, device=device)
     a @ b
+    _wait_for(device)
     start = time.perf_counter()
     for _ in range(repeats):
         a @ b
+    _wait_for(device)
     return 2 * size**3 * repeats / (time.perf_counter() - start)
+
+
+def _wait_for(device: torch.device) -> None:
+    """Until `device` has done the work queued on it: CUDA runs it asynchronously."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

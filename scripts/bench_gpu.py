@@ -24,10 +24,16 @@ from dataclasses import replace
 from functools import partial
 
 import torch
-from bench_model import load_config, random_batch, training_flops, training_step
+from bench_model import (
+    load_config,
+    random_batch,
+    time_alternately,
+    training_flops,
+    training_step,
+)
 
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
-from llm_from_scratch.precision import Precision
+from llm_from_scratch.precision import Precision, matmul_rate
 from llm_from_scratch.training.config import TrainingConfig
 from llm_from_scratch.training.optim import build_optimizer
 
@@ -49,30 +55,14 @@ def python_loop_seconds() -> float:
     return time.perf_counter() - start
 
 
-def gemm_peak(device: torch.device) -> float:
-    a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
-    b = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
-    for _ in range(3):
-        a @ b
-    synchronize()
-    start = time.perf_counter()
-    for _ in range(10):
-        a @ b
-    synchronize()
-    return 2 * 8192**3 * 10 / (time.perf_counter() - start)
-
-
 def median_step(step, warmup: int, iterations: int) -> float:
-    for _ in range(warmup):
-        step()
-    synchronize()
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
+    """Median seconds of `step` with the GPU's work done, after `warmup` steps."""
+
+    def step_and_wait() -> None:
         step()
         synchronize()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+
+    return time_alternately({"step": step_and_wait}, warmup, iterations)["step"]
 
 
 def host_seconds(step, iterations: int) -> float:
@@ -115,7 +105,7 @@ def main() -> None:
     print(f"{gpu}, torch {torch.__version__}, {args.precision}", file=details)
     loop = python_loop_seconds()
     print(f"host: a pure-Python loop of 3M iterations in {loop:.3f} s", file=details)
-    peak = gemm_peak(device)
+    peak = matmul_rate(torch.bfloat16, size=8192, repeats=10, device=device)
     print(f"measured bf16 GEMM peak: {peak / 1e12:,.0f} TFLOP/s", file=details)
     tokens = args.batch * (args.src_len + args.tgt_len)
     shape = f"batch {args.batch} × {args.src_len}+{args.tgt_len} tokens"

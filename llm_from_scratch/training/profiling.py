@@ -11,7 +11,6 @@ total host time and, on CUDA, by GPU time; one log line gives the breakdown of a
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -26,6 +25,7 @@ logger = logging.getLogger(__name__)
 SKIPPED_STEPS = 5
 DATA_RANGE = "loop/data"
 UPDATE_RANGE = "loop/update"
+STEP_RANGES = "ProfilerStep*"  # key_averages' name for the profiler's own per-step ranges
 _TABLE_ROWS = 30
 
 T = TypeVar("T")
@@ -48,11 +48,9 @@ class StepProfiler:
     or `out_dir` is None, as on DDP ranks other than the first); `step()` ends each step."""
 
     def __init__(self, steps: int, out_dir: Path | None, device: torch.device):
-        self.steps, self.out_dir = steps, out_dir
+        self.out_dir = out_dir
         self.on_cuda = device.type == "cuda"
         self.profile: torch.profiler.profile | None = None
-        self.step_times: list[float] = []
-        self._last: float | None = None
         if steps and out_dir is not None:
             activities = [ProfilerActivity.CPU]
             if self.on_cuda:
@@ -75,14 +73,9 @@ class StepProfiler:
             self.profile.__exit__(*exc)
 
     def step(self) -> None:
-        """One step is done."""
-        if self.profile is None or len(self.step_times) >= self.steps:
-            return
-        now = time.perf_counter()
-        if self.profile.step_num >= SKIPPED_STEPS and self._last is not None:
-            self.step_times.append(now - self._last)
-        self._last = now
-        self.profile.step()
+        """One step is done (past the traced steps, the profiler's schedule does nothing)."""
+        if self.profile is not None:
+            self.profile.step()
 
     def _write(self, profile: torch.profiler.profile) -> None:
         assert self.out_dir is not None
@@ -97,9 +90,11 @@ class StepProfiler:
         logger.info("%s", self.breakdown(events))
 
     def breakdown(self, events: EventList) -> str:
-        """One line: a profiled step's wall time, and its host time fetching data and updating
-        (and the GPU's busy time, on CUDA), each per step."""
-        steps = max(len(self.step_times), 1)
+        """One line: a profiled step's wall time (its `ProfilerStep` range, from one `step()` to
+        the next), and its host time fetching data and updating (and the GPU's busy time, on
+        CUDA), each per step."""
+        traced = next(event for event in events if event.key == STEP_RANGES)
+        steps = traced.count
         per_step = {event.key: event.cpu_time_total / 1e3 / steps for event in events}
         parts = [
             f"data {per_step.get(DATA_RANGE, 0.0):.1f} ms",
@@ -110,8 +105,7 @@ class StepProfiler:
             kernels = [event for event in events if event.device_type != DeviceType.CPU]
             busy = sum(event.self_device_time_total for event in kernels) / 1e3 / steps
             parts.append(f"GPU busy {busy:.1f} ms")
-        wall = sum(self.step_times) / steps * 1e3
         return (
-            f"profiled {len(self.step_times)} steps: {wall:.1f} ms a step; "
+            f"profiled {steps} steps: {per_step[STEP_RANGES]:.1f} ms a step; "
             f"{', '.join(parts)} (host, profiler's overhead included): {self.out_dir}"
         )
