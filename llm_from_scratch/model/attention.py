@@ -10,6 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from llm_from_scratch.model.cache import KeyValueCache
 from llm_from_scratch.model.masks import causal_mask
@@ -86,6 +87,11 @@ class MultiHeadAttention(nn.Module):
 # better served by a kernel that never holds the whole (tgt_len, src_len) matrix.
 CPU_EXPLICIT_MAX_SCORES = {torch.bfloat16: 256 * 256, torch.float32: 64 * 64}
 
+# SDPA's kernels on GPUs, cuDNN's left out: cuDNN builds an execution plan for each new shape, on
+# the host, and translation batches (and every decoding step) bring new lengths, so its plans
+# cost far more host time than its kernels save on the GPU.
+GPU_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
 
 def attend(
     q: Tensor,
@@ -106,7 +112,10 @@ def attend(
     if need_weights or explicit:
         out, weights = explicit_attention(q, k, v, mask, is_causal)
         return out, weights if need_weights else None
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal), None
+    if q.device.type != "cuda":
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal), None
+    with sdpa_kernel(GPU_BACKENDS):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal), None
 
 
 def explicit_attention(

@@ -93,16 +93,23 @@ class StepProfiler:
         """One line: a profiled step's wall time (its `ProfilerStep` range, from one `step()` to
         the next), and its host time fetching data and updating (and the GPU's busy time, on
         CUDA), each per step."""
-        traced = next(event for event in events if event.key == STEP_RANGES)
+        # On CUDA each range also shows up as a GPU annotation of the same name: the host's is
+        # the one that times it.
+        host = [event for event in events if event.device_type == DeviceType.CPU]
+        traced = next(event for event in host if event.key == STEP_RANGES)
         steps = traced.count
-        per_step = {event.key: event.cpu_time_total / 1e3 / steps for event in events}
+        per_step = {event.key: event.cpu_time_total / 1e3 / steps for event in host}
         parts = [
             f"data {per_step.get(DATA_RANGE, 0.0):.1f} ms",
             f"update {per_step.get(UPDATE_RANGE, 0.0):.1f} ms",
         ]
         if self.on_cuda:
             # The kernels themselves: an operator's device time counts its kernels again.
-            kernels = [event for event in events if event.device_type != DeviceType.CPU]
+            kernels = [
+                event
+                for event in events
+                if event.device_type != DeviceType.CPU and not event.is_user_annotation
+            ]
             busy = sum(event.self_device_time_total for event in kernels) / 1e3 / steps
             parts.append(f"GPU busy {busy:.1f} ms")
         return (
