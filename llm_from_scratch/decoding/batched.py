@@ -72,6 +72,7 @@ def _search(
         beam_size=cfg.beam_size,
         nbest=cfg.nbest,
         alpha=cfg.length_penalty,
+        prefer_finished=cfg.prefer_finished,
         **limits,
         **common,
     )

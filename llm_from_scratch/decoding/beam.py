@@ -18,6 +18,7 @@ from llm_from_scratch.decoding.common import (
     next_token_log_probs,
     number_masks,
     output_limits,
+    ranked,
 )
 
 
@@ -40,8 +41,10 @@ def beam_search(
     max_len_b: int,
     no_repeat_ngram_size: int = 0,
     use_cache: bool = True,
+    prefer_finished: bool = False,
 ) -> list[list[Hypothesis]]:
-    """The `nbest` best hypotheses of each source row of `src` (batch, src_len), best first."""
+    """The `nbest` best hypotheses of each source row of `src` (batch, src_len), best first;
+    with `prefer_finished`, those that ended with EOS before any that the length limit cut off."""
     k, device = beam_size, src.device
     limits = output_limits(src_mask, max_len_a, max_len_b, model.cfg.max_positions).tolist()
     # Each source is encoded once, then its memory is repeated for its beams.
@@ -116,7 +119,7 @@ def beam_search(
             # no reordering by parent, only selecting when sentences leave.
             cache.reorder(parents, cross_indices=kept_rows)
 
-    return [sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest] for hyps in finished]
+    return [ranked(hyps, prefer_finished)[:nbest] for hyps in finished]
 
 
 def top_candidates(

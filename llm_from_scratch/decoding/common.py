@@ -57,6 +57,14 @@ class Hypothesis:
     hit_max_len: bool  # stopped by the length limit rather than by emitting EOS
 
 
+def ranked(hypotheses: list[Hypothesis], prefer_finished: bool) -> list[Hypothesis]:
+    """`hypotheses` best first: by score, or with `prefer_finished` every one that ended with EOS
+    before any that the length limit cut off, each group by score."""
+    return sorted(
+        hypotheses, key=lambda h: (prefer_finished and not h.hit_max_len, h.score), reverse=True
+    )
+
+
 def output_limits(src_mask: Tensor, a: float, b: int, max_positions: int) -> Tensor:
     """(batch,) most tokens each sentence may generate: a * src_len + b, src_len counting the
     source's EOS. Capped so that the decoder's input (BOS + all but the last output token) stays

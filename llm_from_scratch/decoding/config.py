@@ -17,6 +17,9 @@ class DecodingConfig:
     max_len_b: int = 10
     # Ban a token that would repeat an n-gram of the output's tokens: no loops. 0 disables.
     no_repeat_ngram_size: int = 3
+    # Beam search: return a hypothesis that ended with EOS before any the length limit cut off,
+    # whatever their scores (off: they compete on score alone, as in fairseq and JoeyNMT).
+    prefer_finished: bool = False
     # Set a translation's numbers back to its source's where the model changed them
     # (number_repair.py); the text changes, not the tokens. Translator and validation.
     repair_numbers: bool = True

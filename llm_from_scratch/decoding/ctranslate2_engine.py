@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from llm_from_scratch.data.batch import encode_sources
-from llm_from_scratch.decoding.common import Hypothesis, output_limits
+from llm_from_scratch.decoding.common import Hypothesis, output_limits, ranked
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.export.ctranslate2_model import (
@@ -115,14 +115,14 @@ class CTranslate2Model:
                 positions, self._search(pieces, positions, cfg, limit), strict=True
             ):
                 if _ended_before(nbest, limits[position], cfg.beam_size):
-                    results[position] = nbest[: cfg.nbest]
+                    results[position] = ranked(nbest, cfg.prefer_finished)[: cfg.nbest]
                 else:
                     redo[length_class, limits[position]].append(position)
         for (_, limit), positions in redo.items():
             for position, nbest in zip(
                 positions, self._search(pieces, positions, cfg, limit), strict=True
             ):
-                results[position] = nbest[: cfg.nbest]
+                results[position] = ranked(nbest, cfg.prefer_finished)[: cfg.nbest]
         return results
 
     def _search(

@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -113,9 +114,10 @@ def test_same_outputs_as_torch_without_length_penalty(
             assert got_hyp.score == pytest.approx(expected_hyp.score, abs=0.05)
 
 
+@pytest.mark.parametrize("prefer_finished", [False, True])
 @pytest.mark.parametrize(("beam_size", "no_repeat"), SAME_SEARCH)
 def test_the_output_limit_is_the_torch_searches(
-    exported: Path, model, tokenizer, pieces, beam_size: int, no_repeat: int
+    exported: Path, model, tokenizer, pieces, beam_size: int, no_repeat: int, prefer_finished
 ):
     """A limit short enough to stop many sentences stops the same ones at the same token,
     though one CTranslate2 call decodes sources of several limits."""
@@ -126,10 +128,16 @@ def test_the_output_limit_is_the_torch_searches(
         max_len_b=2,
         precision="fp32",
         no_repeat_ngram_size=no_repeat,
+        prefer_finished=prefer_finished,
     )
     expected = decode_pieces(model, pieces, tokenizer, tokenizer, cfg)
     got = Translator.from_export(exported, device="cpu").model.decode_pieces(pieces, cfg)
     assert any(nbest[0].hit_max_len for nbest in expected)
+    if prefer_finished and beam_size > 1:  # some sentence's output changes
+        by_score = decode_pieces(
+            model, pieces, tokenizer, tokenizer, replace(cfg, prefer_finished=False)
+        )
+        assert [n[0].tokens for n in by_score] != [n[0].tokens for n in expected]
     assert [(n[0].tokens, n[0].hit_max_len) for n in got] == [
         (n[0].tokens, n[0].hit_max_len) for n in expected
     ]

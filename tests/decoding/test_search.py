@@ -165,6 +165,22 @@ def test_no_repeat_ngram_stops_a_model_that_loops(tokenizer, sources, n):
             assert len(h.tokens) > 3 * n and not has_repeated_ngram(h.tokens, n)
 
 
+def test_prefer_finished_ranks_ended_hypotheses_before_those_the_limit_cut(tokenizer, sources):
+    model = LoopingModel(tokenizer)
+    model.logits[tokenizer.eos_id] = 10.5  # second to the favourite: some beam ends every step
+    plain = beam(model, tokenizer, sources, nbest=4)
+    preferred = beam(model, tokenizer, sources, nbest=4, prefer_finished=True)
+    for scored, chosen in zip(plain, preferred, strict=True):
+        ended = [h for h in scored if not h.hit_max_len]
+        assert scored[0].hit_max_len and ended  # the best scored was cut, though others ended
+        assert not chosen[0].hit_max_len and chosen[0].score >= max(h.score for h in ended)
+        flags = [h.hit_max_len for h in chosen]
+        assert flags == sorted(flags)  # every ended one before any cut one
+        for group in (False, True):
+            scores = [h.score for h in chosen if h.hit_max_len == group]
+            assert scores == sorted(scores, reverse=True)
+
+
 class FixedLogitsModel(LoopingModel):
     """LoopingModel with chosen favourite tokens, best first."""
 
