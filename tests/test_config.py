@@ -238,6 +238,8 @@ def test_the_kftt_recipe_trains_two_hours_on_either_kftt_corpus_in_either_direct
         reversed_run = train_config(f"experiment={experiment}")
         assert (reversed_run.data.name, reversed_run.data.direction) == (corpus, "ja-en")
         assert reversed_run.training == kftt.training
+        assert reversed_run.decoding.prefer_finished and kftt.decoding.prefer_finished
+        assert reversed_run.decoding.length_penalty < kftt.decoding.length_penalty
 
 
 def test_the_kftt_gpu_recipe_is_kftt_with_transformer_base_and_reads_either_corpus(
