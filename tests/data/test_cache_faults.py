@@ -130,6 +130,7 @@ def test_a_full_disk_in_datasets_own_cache_is_not_blamed_on_the_raw_files(
     )
 
 
+@pytest.mark.slow
 def test_two_runs_sharing_a_fresh_cache_tokenize_once(tiny_enja, tiny_paths, word_tokenizer):
     raw = {split: load_split(tiny_enja, split, tiny_paths) for split in SPLITS}
     results = []

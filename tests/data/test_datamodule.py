@@ -32,6 +32,7 @@ def module(cfg, tok, paths):
     return DataModule(cfg, tok, tok, splits, report)
 
 
+@pytest.mark.slow
 def test_train_split_is_cleaned_and_held_out_splits_are_kept_whole(
     tiny_enja, tiny_paths, word_tokenizer
 ):

@@ -112,6 +112,7 @@ def test_members_are_read_in_one_style_and_tagged_by_corpus(two_corpora):
     }
 
 
+@pytest.mark.slow
 def test_build_counts_every_removal_resamples_and_caches_the_corpus_column(
     two_corpora, word_tokenizer
 ):
