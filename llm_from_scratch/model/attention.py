@@ -6,6 +6,7 @@ Masks follow the convention of `llm_from_scratch.model.masks`: bool, True = may 
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 import torch
 import torch.nn.functional as F
@@ -112,9 +113,7 @@ def attend(
     if need_weights or explicit:
         out, weights = explicit_attention(q, k, v, mask, is_causal)
         return out, weights if need_weights else None
-    if q.device.type != "cuda":
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal), None
-    with sdpa_kernel(GPU_BACKENDS):
+    with sdpa_kernel(GPU_BACKENDS) if q.device.type == "cuda" else nullcontext():
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal), None
 
 
