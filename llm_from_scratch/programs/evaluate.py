@@ -8,7 +8,9 @@
     evaluate.py --cfg job                             print the composed config (Hydra's --cfg)
 
 Flags pick the model, the data and the device; any other key of configs/evaluate.yaml is set as
-KEY=VALUE. Writes `hypotheses.txt` and `metrics.json` to --output-dir (default: `eval-<split>/`
+KEY=VALUE. The model decodes with its run's own settings, as translate.py does; `--beam`,
+`decoding=PRESET` and `decoding.KEY=VALUE` replace the keys they name (a preset: all of them).
+Writes `hypotheses.txt` and `metrics.json` to --output-dir (default: `eval-<split>/`
 beside the checkpoint; for an ensemble, `eval-<split>-ensemble/`; for an export,
 `eval-<split>-ctranslate2/` beside it) and prints the scores with
 their sacreBLEU signatures; which model was loaded, with its step and dev BLEU, goes to stderr.
@@ -22,8 +24,8 @@ import os
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Collection, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +93,7 @@ from llm_from_scratch.programs.common import (
     register_schema,
     run_main,
 )
-from llm_from_scratch.schema import to_schema
+from llm_from_scratch.schema import to_schema, with_overrides
 
 
 @dataclass
@@ -132,11 +134,27 @@ def main(argv: Sequence[str]) -> int:
     overrides = parse_args(argv)
     if any(option_name(arg) in HYDRA_OPTIONS for arg in overrides):
         return hand_to_hydra(overrides)
-    return evaluate(load_config(overrides))
+    return evaluate(load_config(overrides), decoding_keys(overrides))
 
 
-def evaluate(config: EvaluateConfig) -> int:
-    """Translate `config.split` with the model `config` names, score it, write the results."""
+def decoding_keys(overrides: Sequence[str]) -> frozenset[str]:
+    """The decoding keys the command line sets: every one where it names a preset
+    (`decoding=greedy`), else those it sets as `decoding.KEY=VALUE` (`--beam` among them)."""
+    keys = set()
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key == "decoding":
+            return frozenset(field.name for field in fields(DecodingConfig))
+        if key.startswith("decoding."):
+            keys.add(key.removeprefix("decoding."))
+    return frozenset(keys)
+
+
+def evaluate(config: EvaluateConfig, decoding: Collection[str] = ()) -> int:
+    """Translate `config.split` with the model `config` names, score it, write the results.
+
+    The model decodes with its run's own settings, as translate and serve do (a recipe's length
+    penalty, say), except for the `decoding` keys, which take `config.decoding`'s values."""
     if config.engine == "ctranslate2":
         checkpoint = Path(config.checkpoint or run_export_dir(config.paths.runs_dir, config.run))
         suffix = "-ctranslate2"
@@ -146,7 +164,8 @@ def evaluate(config: EvaluateConfig) -> int:
     output_dir = Path(config.output_dir) if config.output_dir else None
     if output_dir is not None:  # refused before the model loads, let alone decodes
         check_directory(output_dir, "output_dir")
-    translator, run_config = _load_translator(config, checkpoint)
+    overrides = {key: getattr(config.decoding, key) for key in decoding}
+    translator, run_config = _load_translator(config, checkpoint, overrides)
     if output_dir is None:
         # Another dataset's scores go beside those of the run's own, never over them.
         other = config.data is not None and config.data.name != run_config["data"]["name"]
@@ -193,7 +212,7 @@ def evaluate(config: EvaluateConfig) -> int:
         "split": config.split,
         "device": str(translator.device),
         "engine": config.engine,
-        "decoding": asdict(config.decoding),
+        "decoding": asdict(translator.decode),
         **score(sources, translations, references, languages, segmented_ja(references, languages)),
         **scores_per_corpus(sources, translations, references, corpora, languages),
         "seconds": seconds,
@@ -219,19 +238,22 @@ def _scored_data(chosen: DataConfig | None, trained: DataConfig) -> tuple[DataCo
         raise ConfigError(f"--data {chosen.name} cannot score this model: {error}") from None
 
 
-def _load_translator(config: EvaluateConfig, model: Path) -> tuple[Translator, dict[str, Any]]:
-    """The translator of `model` (a checkpoint, or with engine=ctranslate2 an export directory)
-    and the run's config."""
+def _load_translator(
+    config: EvaluateConfig, model: Path, decoding: dict[str, Any]
+) -> tuple[Translator, dict[str, Any]]:
+    """The translator of `model` (a checkpoint, or with engine=ctranslate2 an export directory),
+    decoding with the run's settings and `decoding`'s keys replaced, and the run's config."""
     if config.engine == "ctranslate2":
-        translator = Translator.from_export(model, config.device, decode=config.decoding)
+        translator = Translator.from_export(model, config.device, **decoding)
         return translator, translator.model.config
     restored = restore_models([model, *config.ensemble], resolve_device(config.device))
     trained = run_data(restored.config)
+    own = to_schema(restored.config["decoding"], DecodingConfig)
     translator = Translator(
         restored.model,
         restored.src_tok,
         restored.tgt_tok,
-        config.decoding,
+        with_overrides(own, decoding, "decoding"),
         checkpoints=restored.checkpoints,
         source_lang=trained.source_lang,
         target_lang=trained.target_lang,
@@ -308,7 +330,8 @@ def keys_help() -> str:
         *(f"decoding.{k}={v}" for k, v in decoding.items()),
     ]
     lines = [
-        "other settings, as KEY=VALUE (defaults shown; --cfg job prints them all):",
+        "other settings, as KEY=VALUE (defaults shown; --cfg job prints them all; decoding keys "
+        "not set here are the run's own):",
         *textwrap.wrap("  ".join(settings), 96, initial_indent="  ", subsequent_indent="  "),
         f"  {paths}",
         *textwrap.wrap(

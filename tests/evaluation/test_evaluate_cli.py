@@ -203,7 +203,44 @@ def greedy_on_small_parallel_enja(
         f"data.mirror={corpus_mirror}",
         f"paths.raw_dir={tmp_path / 'raw'}",
         f"paths.cache_dir={tmp_path / 'cache'}",
+        # A briefly trained model runs to the length limit: a short one keeps the tests quick.
+        "decoding.max_len_a=1",
+        "decoding.max_len_b=1",
     ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ([], {"beam_size": 1, "length_penalty": 0.7, "max_len_b": 3}),  # the run's own
+        (["decoding.max_len_b=4"], {"beam_size": 1, "length_penalty": 0.7, "max_len_b": 4}),
+        (["--beam", "2"], {"beam_size": 2, "length_penalty": 0.7, "max_len_b": 3}),
+        (["decoding=beam"], {"beam_size": 5, "length_penalty": 1.5, "max_len_b": 10}),  # a preset
+    ],
+)
+def test_the_model_decodes_with_its_runs_settings_and_the_keys_the_command_sets(
+    arguments, expected, corpus_mirror, tmp_path
+):
+    """As translate.py does: a recipe's length penalty holds unless the command changes it."""
+    tok = BPETokenizer.train(["the cat sat on the mat.", "猫がマットに座った。"], vocab_size=300)
+    run = ["decoding.length_penalty=0.7", "decoding.max_len_b=3"]  # beside the tiny run's greedy
+    model = save_tiny_checkpoint(tmp_path / "run" / "best.pt", tok, run)
+    common = [
+        "--checkpoint",
+        str(model),
+        "--limit",
+        "2",
+        "--data",
+        "small_parallel_enja",
+        f"data.mirror={corpus_mirror}",
+        f"paths.raw_dir={tmp_path / 'raw'}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        "--output-dir",
+        str(tmp_path / "out"),
+    ]
+    assert evaluate_cli.main([*common, *arguments]) == 0
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
+    assert {key: metrics["decoding"][key] for key in expected} == expected
 
 
 def test_ensemble_is_recorded_and_of_one_checkpoint_twice_scores_like_it(
