@@ -166,6 +166,7 @@ def test_cleaning_away_every_training_pair_is_a_clear_error(tiny_enja, tiny_path
         module(tiny_enja, word_tokenizer, tiny_paths)
 
 
+@pytest.mark.slow  # a process pool: seconds to start, more at times under a loaded suite
 def test_tokenizing_in_two_processes_gives_the_same_splits(
     tiny_enja, tiny_paths, word_tokenizer, tmp_path, monkeypatch
 ):
