@@ -127,6 +127,15 @@ def run_data(config: dict[str, Any]) -> DataConfig:
     )
 
 
+def run_decoding(
+    config: dict[str, Any], decode: DecodingConfig | None, overrides: dict[str, Any]
+) -> DecodingConfig:
+    """`decode`, else the decoding settings of a run's config (as `run_data` reads it), with the
+    keys of `overrides` replaced."""
+    decode = decode or to_schema(config["decoding"], DecodingConfig)
+    return with_overrides(decode, overrides, "decoding") if overrides else decode
+
+
 class RestoredModels(NamedTuple):
     model: Seq2SeqTransformer | Ensemble  # one checkpoint's model, or the ensemble of several
     src_tok: BPETokenizer
@@ -230,9 +239,7 @@ class Translator:
         probabilities (see `ensemble.py`).
         """
         restored = restore_models([path, *ensemble], resolve_device(device))
-        decode = decode or to_schema(restored.config["decoding"], DecodingConfig)
-        if decoding:
-            decode = with_overrides(decode, decoding, "decoding")
+        decode = run_decoding(restored.config, decode, decoding)
         data = run_data(restored.config)
         return cls(
             restored.model,
@@ -276,9 +283,7 @@ class Translator:
         `compute_type` is CTranslate2's (default: the type it was exported in, e.g. int8);
         `decode` and `decoding` are those of `from_checkpoint`."""
         model = CTranslate2Model(directory, device=device, compute_type=compute_type)
-        decode = decode or to_schema(model.config["decoding"], DecodingConfig)
-        if decoding:
-            decode = with_overrides(decode, decoding, "decoding")
+        decode = run_decoding(model.config, decode, decoding)
         data = run_data(model.config)
         manifest = model.manifest
         return cls(

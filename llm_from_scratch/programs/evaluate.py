@@ -52,6 +52,7 @@ from llm_from_scratch.decoding.translator import (
     joiner_for,
     restore_models,
     run_data,
+    run_decoding,
 )
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import ConfigError, check_choice
@@ -80,6 +81,7 @@ from llm_from_scratch.programs.arguments import (
     add_model_arguments,
     option_name,
     options_first,
+    override,
     parser_from_doc,
     positive_int,
     quoted,
@@ -93,7 +95,7 @@ from llm_from_scratch.programs.common import (
     register_schema,
     run_main,
 )
-from llm_from_scratch.schema import to_schema, with_overrides
+from llm_from_scratch.schema import to_schema
 
 
 @dataclass
@@ -140,14 +142,10 @@ def main(argv: Sequence[str]) -> int:
 def decoding_keys(overrides: Sequence[str]) -> frozenset[str]:
     """The decoding keys the command line sets: every one where it names a preset
     (`decoding=greedy`), else those it sets as `decoding.KEY=VALUE` (`--beam` among them)."""
-    keys = set()
-    for override in overrides:
-        key = override.split("=", 1)[0].lstrip("+~")
-        if key == "decoding":
-            return frozenset(field.name for field in fields(DecodingConfig))
-        if key.startswith("decoding."):
-            keys.add(key.removeprefix("decoding."))
-    return frozenset(keys)
+    keys = {parsed[0] for parsed in map(override, overrides) if parsed}
+    if "decoding" in keys:
+        return frozenset(field.name for field in fields(DecodingConfig))
+    return frozenset(key.removeprefix("decoding.") for key in keys if key.startswith("decoding."))
 
 
 def evaluate(config: EvaluateConfig, decoding: Collection[str] = ()) -> int:
@@ -248,12 +246,11 @@ def _load_translator(
         return translator, translator.model.config
     restored = restore_models([model, *config.ensemble], resolve_device(config.device))
     trained = run_data(restored.config)
-    own = to_schema(restored.config["decoding"], DecodingConfig)
     translator = Translator(
         restored.model,
         restored.src_tok,
         restored.tgt_tok,
-        with_overrides(own, decoding, "decoding"),
+        run_decoding(restored.config, None, decoding),
         checkpoints=restored.checkpoints,
         source_lang=trained.source_lang,
         target_lang=trained.target_lang,
