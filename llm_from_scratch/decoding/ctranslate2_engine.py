@@ -21,10 +21,16 @@ the same for both engines. The settings map onto CTranslate2's as follows:
   in [2^c, 2^(c+1)) get α' = α L₀ / (L₀ + 5), L₀ = 1.5 * 2^c: L^α' then grows at GNMT's rate at
   L = L₀, an output about as long as its source. The penalties agree to first order there, not
   exactly, and the scores are on CTranslate2's scale.
+
+On a CPU with several threads the model is loaded as one single-threaded worker per core, and
+each call's sources are cut into as many batches for each worker (`_worker_batch`); on a GPU,
+or with one thread, it is one worker. `per_core_workers = False` runs the searches on one
+worker with every thread instead: the benchmark's reference.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,9 +54,10 @@ from llm_from_scratch.tokenizer.special_tokens import BOS, PAD
 
 ENGINES = ("torch", "ctranslate2")
 NO_PENALTY = 1e-9
-# Sources per batch when batches run side by side on single-threaded workers: enough to amortize
-# a step's overhead, few enough that every worker gets batches.
-WORKER_BATCH = 64
+# At most this many search rows (sources × beam) per batch when batches run side by side on
+# single-threaded workers: enough to amortize a step's overhead; a call of fewer sources is
+# shared evenly, so that every worker gets a batch.
+WORKER_ROWS = 160
 
 
 class CTranslate2Model:
@@ -81,14 +88,24 @@ class CTranslate2Model:
         if self.device == "auto":
             self.device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
         self.threads = threads or torch.get_num_threads()
+        # On a CPU the searches run as batches side by side, one single-threaded worker per core:
+        # a decoding step of a model this size is too little work to share between threads,
+        # which then wait on each other more than they compute (docs/benchmarks.md).
+        per_core = self.device == "cpu" and self.threads > 1
+        torch_threads = torch.get_num_threads()
         self.translator = ctranslate2.Translator(
             str(directory),
             device=self.device,
             device_index=int(index or 0),
             compute_type=compute_type,
-            intra_threads=self.threads,
+            inter_threads=self.threads if per_core else 1,
+            intra_threads=1 if per_core else self.threads,
         )
-        self._per_core_translator: Any = None
+        # CTranslate2 sets the calling thread's OpenMP threads to `intra_threads`, which torch
+        # shares: torch, and the next model loaded here, would otherwise run on one thread.
+        torch.set_num_threads(torch_threads)
+        self.workers = self.threads if per_core else 1
+        self._one_worker: Any = None
         # False: every search runs on one worker with all the threads (the reference the
         # benchmark times the per-core workers against).
         self.per_core_workers = True
@@ -133,12 +150,17 @@ class CTranslate2Model:
         limit: int,
     ) -> list[list[Hypothesis]]:
         """One `translate_batch` call: every finished hypothesis of each source, best first."""
-        translator, batching = self.translator, {"max_batch_size": cfg.batch_tokens}
-        if self.one_worker_per_core(cfg, len(positions)):
-            translator, batching = self.per_core_translator(), {"max_batch_size": WORKER_BATCH}
+        if self.on_workers():
+            translator = self.translator
+            batching = {
+                "max_batch_size": _worker_batch(len(positions), self.workers, cfg),
+                "batch_type": "examples",
+            }
+        else:
+            translator = self.one_worker() if self.workers > 1 else self.translator
+            batching = {"max_batch_size": cfg.batch_tokens, "batch_type": "tokens"}
         outputs = translator.translate_batch(
             [self._source(pieces[i]) for i in positions],
-            batch_type="tokens" if translator is self.translator else "examples",
             **batching,
             beam_size=cfg.beam_size,
             num_hypotheses=cfg.beam_size,
@@ -159,33 +181,22 @@ class CTranslate2Model:
             for output in outputs
         ]
 
-    def one_worker_per_core(self, cfg: DecodingConfig, sources: int) -> bool:
-        """Whether a search runs as small batches on one single-threaded worker per core.
+    def on_workers(self) -> bool:
+        """Whether searches run on one single-threaded worker per core (a multi-core CPU, unless
+        `per_core_workers` is off)."""
+        return self.workers > 1 and self.per_core_workers
 
-        An int8 greedy step is too little work to keep several threads busy, so its batches
-        gain more from running side by side, one per core. A beam search or a float model's
-        step is enough work to share, and one worker with every thread stays ahead there.
-        """
-        return (
-            self.per_core_workers
-            and self.device == "cpu"
-            and self.threads > 1
-            and cfg.beam_size == 1
-            and sources > WORKER_BATCH
-            and self.translator.compute_type.startswith("int8")
-        )
-
-    def per_core_translator(self) -> Any:
-        """The model again, as one single-threaded worker per core (built on first use)."""
-        if self._per_core_translator is None:
-            self._per_core_translator = import_ctranslate2().Translator(
+    def one_worker(self) -> Any:
+        """The model again, as one worker with all the threads (built on first use): the
+        benchmark's reference for the per-core workers."""
+        if self._one_worker is None:
+            self._one_worker = import_ctranslate2().Translator(
                 str(self.directory),
                 device="cpu",
                 compute_type=self.translator.compute_type,
-                inter_threads=self.threads,
-                intra_threads=1,
+                intra_threads=self.threads,
             )
-        return self._per_core_translator
+        return self._one_worker
 
     def cross_attention(self, src_ids: Sequence[int], tgt_out: Sequence[int]) -> list[list[float]]:
         """(len(tgt_out), len(src_ids)): the last decoder layer's cross-attention, heads
@@ -223,6 +234,15 @@ def _by_length_class(pieces: Sequence[Sequence[int]], beam_size: int) -> dict[in
     for position, piece in enumerate(pieces):
         classes[(len(piece) + 1).bit_length() if beam_size > 1 else 0].append(position)
     return classes
+
+
+def _worker_batch(sources: int, workers: int, cfg: DecodingConfig) -> int:
+    """Sources per batch on `workers` per-core workers: the call's `sources` in the fewest batches
+    of at most `WORKER_ROWS` search rows that give every worker as many batches, so that none
+    waits on another's last batch."""
+    most = max(1, WORKER_ROWS // cfg.beam_size)
+    batches = math.ceil(math.ceil(sources / most) / workers) * workers
+    return math.ceil(sources / batches)
 
 
 def _length_penalty(cfg: DecodingConfig, length: int) -> float:

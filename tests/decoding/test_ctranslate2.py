@@ -23,6 +23,7 @@ from llm_from_scratch.checkpoint import inference_state, save_checkpoint
 from llm_from_scratch.decoding import ctranslate2_engine
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.export.ctranslate2_model import (
     INSTALL_HINT,
@@ -208,22 +209,49 @@ def test_int8_translates_nearly_as_fp32(checkpoint: Path, exported: Path, pieces
     assert same >= 0.8 * len(pieces)
 
 
-def test_int8_greedy_on_one_worker_per_core_is_the_same_search(
-    checkpoint: Path, pieces, tmp_path, monkeypatch
+@pytest.mark.parametrize("quantization", ["int8", "float32"])
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_per_core_workers_run_the_same_search_as_one_worker(
+    checkpoint: Path, pieces, tmp_path, monkeypatch, quantization, beam_size
 ):
-    int8 = export_checkpoint(checkpoint, tmp_path / "int8", quantization="int8").directory
-    engine = Translator.from_export(int8, device="cpu").model
-    monkeypatch.setattr(engine, "threads", 2)
-    monkeypatch.setattr(ctranslate2_engine, "WORKER_BATCH", 8)  # several batches of 60 sources
-    cfg = DecodingConfig(beam_size=1, precision="fp32")
-    assert engine.one_worker_per_core(cfg, len(pieces))
+    directory = export_checkpoint(checkpoint, tmp_path / "m", quantization=quantization).directory
+    engine = CTranslate2Model(directory, device="cpu", threads=2)
+    assert engine.on_workers()
+    worker_batch, batches = ctranslate2_engine._worker_batch, []
+
+    def small_batches(*args) -> int:
+        batches.append(worker_batch(*args))
+        return 8  # several batches on each worker
+
+    monkeypatch.setattr(ctranslate2_engine, "_worker_batch", small_batches)
+    cfg = DecodingConfig(beam_size=beam_size, nbest=beam_size, precision="fp32")
     per_core = engine.decode_pieces(pieces, cfg)
     engine.per_core_workers = False
     one_worker = engine.decode_pieces(pieces, cfg)
-    assert engine._per_core_translator is not None  # the first search ran on the workers
-    assert [n[0].tokens for n in per_core] == [n[0].tokens for n in one_worker]
-    engine.per_core_workers = True
-    assert not engine.one_worker_per_core(DecodingConfig(beam_size=4), len(pieces))
+    assert engine._one_worker is not None
+    assert batches  # the first search ran on the workers
+    assert [[h.tokens for h in n] for n in per_core] == [[h.tokens for h in n] for n in one_worker]
+
+
+def test_loading_an_export_leaves_torchs_threads_as_they_were(exported: Path):
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        engine = CTranslate2Model(exported, device="cpu")
+        assert torch.get_num_threads() == 2
+        assert engine.workers == 2
+        assert CTranslate2Model(exported, device="cpu").workers == 2  # the next model too
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(
+    ("sources", "beam_size", "expected"),
+    [(1, 5, 1), (7, 5, 4), (64, 1, 32), (500, 5, 32), (500, 1, 125), (321, 1, 81)],
+)
+def test_worker_batches_share_a_call_evenly_up_to_a_row_budget(sources, beam_size, expected):
+    cfg = DecodingConfig(beam_size=beam_size)
+    assert ctranslate2_engine._worker_batch(sources, 2, cfg) == expected
 
 
 def test_the_heatmap_is_the_torch_models_last_layer(exported: Path, model, tokenizer):
