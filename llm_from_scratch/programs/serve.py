@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.programs.arguments import (
@@ -48,9 +49,18 @@ def main(argv: Sequence[str]) -> int:
             f"the server needs {missing.name}: install the serve extra (`make setup`, or "
             "`pip install -e '.[serve]'`)"
         ) from None
-    translator = load_translator(args, settings["decoding"])
+    decoder = None  # CTranslate2 decodes on its own threads, whichever thread calls it
+    if args.engine == "torch":
+        # All of torch's work on one thread, the model's loading (and precision probe) and every
+        # decoding: torch decodes several times slower on a thread other than the one that ran
+        # it first, whose OpenMP threads then compete with the second's (docs/serving.md).
+        decoder = ThreadPoolExecutor(1, thread_name_prefix="decode")
+        translator = decoder.submit(load_translator, args, settings["decoding"]).result()
+    else:
+        translator = load_translator(args, settings["decoding"])
     service = TranslationService(translator, run=None if args.checkpoint else args.run)
-    uvicorn.run(create_app(service, limits), host=args.host, port=args.port, log_level="info")
+    app = create_app(service, limits, decoder)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
 

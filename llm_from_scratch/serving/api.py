@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from concurrent.futures import Executor
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -153,9 +154,17 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-def create_app(service: TranslationService, limits: ServingConfig) -> FastAPI:
+def create_app(
+    service: TranslationService, limits: ServingConfig, decoder: Executor | None = None
+) -> FastAPI:
+    """The app; `decoder` is the executor that decodes (default: asyncio's), for a torch model
+    the one thread that loaded it (`programs/serve.py`)."""
     batcher = MicroBatcher(
-        service.translate, limits.batch_tokens, limits.batch_wait_ms / 1000, limits.max_queue
+        service.translate,
+        limits.batch_tokens,
+        limits.batch_wait_ms / 1000,
+        limits.max_queue,
+        decoder,
     )
 
     @asynccontextmanager

@@ -2,8 +2,9 @@
 
 A request's texts wait in a queue. One worker task takes what is queued, waits up to `wait_s` for
 more while under the token budget, groups the jobs by their search settings and runs each group
-as one call of `work` in a thread, so the event loop keeps accepting requests while the model
-decodes. Under load the queue fills while a batch decodes, so batches grow with the load.
+as one call of `work` in a thread (the `decoder` executor's, else asyncio's default executor), so
+the event loop keeps accepting requests while the model decodes. Under load the queue fills while
+a batch decodes, so batches grow with the load.
 
 The queue holds at most `max_queue` texts: beyond that `submit` raises `QueueFull` at once. A job
 whose caller stopped waiting (its client left, or its deadline passed: the awaiting task was
@@ -18,6 +19,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -63,8 +65,10 @@ class MicroBatcher(Generic[Key, Result]):
         budget: int,
         wait_s: float,
         max_queue: int = 1 << 30,
+        decoder: Executor | None = None,
     ) -> None:
         self.work = work
+        self.decoder = decoder  # None: asyncio's default executor
         self.budget = budget
         self.wait_s = wait_s
         self.max_queue = max_queue
@@ -142,7 +146,9 @@ class MicroBatcher(Generic[Key, Result]):
         texts = [text for job in batch for text in job.texts]
         started = time.perf_counter()
         try:
-            results = await asyncio.to_thread(self.work, batch[0].key, texts, stop)
+            results = await asyncio.get_running_loop().run_in_executor(
+                self.decoder, self.work, batch[0].key, texts, stop
+            )
         except Exception as error:  # each request answers with it; the batcher goes on
             for job in batch:
                 if not job.future.done():

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 import pytest
+import uvicorn
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 
 from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.programs import serve
 from llm_from_scratch.programs.arguments import UsageError
 from llm_from_scratch.programs.serve import main, parse_args, serving_config
+from llm_from_scratch.serving.service import TranslationService
 
 
 def test_settings_split_into_serving_limits_and_decoding_keys():
@@ -36,3 +44,29 @@ def test_a_bad_command_line_is_refused_before_the_model_loads(argv, error, messa
     # --checkpoint names no file: reaching the model would raise a CheckpointError instead.
     with pytest.raises(error, match="^" + message.replace("(", r"\(").replace(".", r"\.")):
         main([*argv, "--checkpoint", "/nonexistent/model.pt"])
+
+
+def test_the_model_loads_and_decodes_on_one_thread_other_than_the_event_loops(
+    checkpoint: Path, monkeypatch
+):
+    # Torch decodes several times slower on a thread other than the one that ran it first.
+    threads: dict[str, int] = {}
+    load_translator, translate = serve.load_translator, TranslationService.translate
+
+    def loading(*args):
+        threads["load"] = threading.get_ident()
+        return load_translator(*args)
+
+    def translating(self, *args):
+        threads["decode"] = threading.get_ident()
+        return translate(self, *args)
+
+    def serving(app: FastAPI, **_: object) -> None:
+        with TestClient(app) as client:
+            assert client.post("/api/translate", json={"texts": ["hello ."]}).status_code == 200
+
+    monkeypatch.setattr(serve, "load_translator", loading)
+    monkeypatch.setattr(TranslationService, "translate", translating)
+    monkeypatch.setattr(uvicorn, "run", serving)
+    assert main(["--checkpoint", str(checkpoint), "decoding.max_len_b=1"]) == 0
+    assert threads["load"] == threads["decode"] != threading.get_ident()
