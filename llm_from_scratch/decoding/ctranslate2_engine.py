@@ -92,18 +92,14 @@ class CTranslate2Model:
         # a decoding step of a model this size is too little work to share between threads,
         # which then wait on each other more than they compute (docs/benchmarks.md).
         per_core = self.device == "cpu" and self.threads > 1
-        torch_threads = torch.get_num_threads()
-        self.translator = ctranslate2.Translator(
-            str(directory),
+        self.translator = _loaded(
+            directory,
             device=self.device,
             device_index=int(index or 0),
             compute_type=compute_type,
             inter_threads=self.threads if per_core else 1,
             intra_threads=1 if per_core else self.threads,
         )
-        # CTranslate2 sets the calling thread's OpenMP threads to `intra_threads`, which torch
-        # shares: torch, and the next model loaded here, would otherwise run on one thread.
-        torch.set_num_threads(torch_threads)
         self.workers = self.threads if per_core else 1
         self._one_worker: Any = None
         # False: every search runs on one worker with all the threads (the reference the
@@ -190,8 +186,8 @@ class CTranslate2Model:
         """The model again, as one worker with all the threads (built on first use): the
         benchmark's reference for the per-core workers."""
         if self._one_worker is None:
-            self._one_worker = import_ctranslate2().Translator(
-                str(self.directory),
+            self._one_worker = _loaded(
+                self.directory,
                 device="cpu",
                 compute_type=self.translator.compute_type,
                 intra_threads=self.threads,
@@ -225,6 +221,16 @@ class CTranslate2Model:
             score=float(score),
             hit_max_len=not ended and len(ids) >= limit,
         )
+
+
+def _loaded(directory: Path | str, **options: Any) -> Any:
+    """`ctranslate2.Translator(directory, **options)`, torch's thread count left as it was:
+    CTranslate2 sets the calling thread's OpenMP threads to `intra_threads`, which torch shares,
+    so torch, and the next model loaded, would otherwise run on that many threads."""
+    threads = torch.get_num_threads()
+    translator = import_ctranslate2().Translator(str(directory), **options)
+    torch.set_num_threads(threads)
+    return translator
 
 
 def _by_length_class(pieces: Sequence[Sequence[int]], beam_size: int) -> dict[int, list[int]]:

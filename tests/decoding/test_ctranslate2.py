@@ -241,6 +241,8 @@ def test_loading_an_export_leaves_torchs_threads_as_they_were(exported: Path):
         assert torch.get_num_threads() == 2
         assert engine.workers == 2
         assert CTranslate2Model(exported, device="cpu").workers == 2  # the next model too
+        CTranslate2Model(exported, device="cpu", threads=3).one_worker()  # intra_threads=3
+        assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
 
