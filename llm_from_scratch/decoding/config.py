@@ -23,6 +23,14 @@ class DecodingConfig:
     # Set a translation's numbers back to its source's where the model changed them
     # (number_repair.py); the text changes, not the tokens. Translator and validation.
     repair_numbers: bool = True
+    # Beam search: return first the best of a source's `beam_size` hypotheses that keeps all its
+    # numbers (after the repair), where one does; the rest follow in score order. Translator only.
+    numbers_first: bool = True
+    # Translate a sentence of more source tokens than this clause by clause: cut after its commas,
+    # semicolons and colons, the clauses packed into pieces of at most this many tokens. A model
+    # trained on short sentences loses the thread of longer ones. 0: a sentence is cut only where
+    # it exceeds the model's positional table. Translator only (validation decodes whole).
+    clause_split_tokens: int = 0
     batch_tokens: int = 8000  # bound on padded source tokens x beam_size per decoding batch
     # Of `Translator` (translate, evaluate); validation decodes at training.precision. auto: bf16
     # autocast where training's `auto` would pick it (a GPU, a CPU whose bf16 matrix products are
@@ -40,5 +48,6 @@ class DecodingConfig:
         check_range("decoding.max_len_a", self.max_len_a, 0)
         check_range("decoding.max_len_b", self.max_len_b, 1)
         check_range("decoding.no_repeat_ngram_size", self.no_repeat_ngram_size, 0)
+        check_range("decoding.clause_split_tokens", self.clause_split_tokens, 0)
         check_choice("decoding.precision", self.precision, PRECISIONS)
         check_range("decoding.batch_tokens", self.batch_tokens, 1)

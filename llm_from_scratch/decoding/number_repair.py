@@ -53,6 +53,11 @@ def repair_numbers(source: str, translation: str) -> str:
     return repaired
 
 
+def keeps_numbers(source: str, translation: str) -> bool:
+    """Whether `translation` writes every number of `source` (each occurrence)."""
+    return not _unmatched(find_numbers(source), find_numbers(translation))
+
+
 def _unmatched(numbers: list[Number], others: list[Number]) -> list[Number]:
     """The numbers of `numbers` that `others` lack, in order, each occurrence counted once: with
     one 3 in `others`, the second 3 of `numbers` is unmatched."""

@@ -10,9 +10,12 @@ The model is trained on single sentences, so each line of a text is split into s
 and each line's translations are joined again (without spaces in Japanese), the text's line
 breaks kept: no sentence is dropped. Each sentence's translation gets back the numbers of its
 source that the model changed (`number_repair.py`, `decoding.repair_numbers`), whichever engine
-decoded it. A sentence the model cannot take in one piece (longer than
-its positional table, or than the output limit a * src_len + b allows) is split further, at
-clauses, then words, then characters, translated piece by piece and rejoined: never cut.
+decoded it, and of a beam's hypotheses the best that keeps its source's numbers comes first
+(`decoding.numbers_first`). A sentence longer than `decoding.clause_split_tokens` is translated
+clause by clause, the full stop the model ends a clause with turned into a comma; one the model
+cannot take in one piece (longer than its positional table, or than the output limit
+a * src_len + b allows) is split further, at clauses, then words, then characters, translated
+piece by piece and rejoined: never cut.
 Characters outside the vocabulary encode as bytes, so any text that is valid Unicode can be
 translated.
 """
@@ -22,7 +25,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -44,9 +47,10 @@ from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
 from llm_from_scratch.decoding.ensemble import Ensemble
-from llm_from_scratch.decoding.number_repair import repair_numbers
+from llm_from_scratch.decoding.number_repair import keeps_numbers, repair_numbers
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.evaluation.numbers import find_numbers
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import select_precision
@@ -57,6 +61,9 @@ from llm_from_scratch.tokenizer.bpe import BPETokenizer
 # semicolon or colon, then between words.
 _CLAUSE_SPLIT = re.compile(r"(?<=[,;:、；：])(?=\s)|(?<=[、；：])(?=\S)")
 _WORD_SPLIT = re.compile(r"(?<=\s)(?=\S)")
+_CLAUSE_END = re.compile(r"[,;:、；：]\s*$")
+# A language's full stop, and the comma that replaces it where a piece of a sentence ends.
+_STOP_AND_COMMA = {"ja": ("。", "、"), "en": (".", ",")}
 _LANGUAGES_WITHOUT_SPACES = ("ja", "zh", "th")
 _BREAKING = ("Cc", "Zl", "Zp")  # Unicode categories of control characters and line breaks
 # Lines `translate_iter` translates at a time: enough for several length-sorted batches of
@@ -331,12 +338,42 @@ class Translator:
             yield from self.translate(group)
 
     def _decode_pieces(self, pieces: list[list[int]]) -> list[list[Hypothesis]]:
+        """Each piece's `nbest` hypotheses, best first. With `decoding.numbers_first`, a piece
+        that has numbers is searched for all `beam_size` hypotheses, so that the best that keeps
+        them can come first; the others' search is unchanged."""
+        if not (self.decode.numbers_first and self.decode.beam_size > 1):
+            return self._search(pieces, self.decode)
+        sources = [self.src_tok.decode(piece) for piece in pieces]
+        numbered = [bool(find_numbers(source)) for source in sources]
+        results: list[list[Hypothesis]] = [[] for _ in pieces]
+        all_hypotheses = replace(self.decode, nbest=self.decode.beam_size)
+        for has_numbers, decode in ((False, self.decode), (True, all_hypotheses)):
+            chosen = [i for i, numbers in enumerate(numbered) if numbers == has_numbers]
+            if not chosen:
+                continue
+            for i, hyps in zip(
+                chosen, self._search([pieces[i] for i in chosen], decode), strict=True
+            ):
+                results[i] = self._numbers_first(sources[i], hyps) if has_numbers else hyps
+        return [hyps[: self.decode.nbest] for hyps in results]
+
+    def _search(self, pieces: list[list[int]], decode: DecodingConfig) -> list[list[Hypothesis]]:
         if isinstance(self.model, CTranslate2Model):
-            return self.model.decode_pieces(pieces, self.decode)
+            return self.model.decode_pieces(pieces, decode)
         with self.precision.autocast():
             return decode_pieces(
-                self.model, pieces, self.src_tok, self.tgt_tok, self.decode, self.use_cache
+                self.model, pieces, self.src_tok, self.tgt_tok, decode, self.use_cache
             )
+
+    def _numbers_first(self, source: str, hyps: list[Hypothesis]) -> list[Hypothesis]:
+        """`hyps` with the best that keeps the numbers of `source` moved first."""
+        for rank, hyp in enumerate(hyps):
+            text = _one_line(self.tgt_tok.decode(hyp.tokens))
+            if self.decode.repair_numbers:
+                text = repair_numbers(source, text)
+            if keeps_numbers(source, text):
+                return [hyp, *hyps[:rank], *hyps[rank + 1 :]]
+        return hyps
 
     def sentences(self, text: str) -> list[SourceSentence]:
         """What `translate` decodes for `text`: the sentences of each of its lines, cleaned, in
@@ -351,8 +388,21 @@ class Translator:
         return sentences
 
     def _pieces(self, text: str) -> list[list[int]]:
-        """Source ids of `text`, split into pieces of at most `max_src_tokens`."""
+        """Source ids of `text` in the pieces it is decoded in: its clauses packed into pieces of
+        at most `decoding.clause_split_tokens` when it is longer than that, and any piece longer
+        than `max_src_tokens` split further."""
         ids = self.src_tok.encode(text)
+        limit = self.decode.clause_split_tokens
+        if limit and len(ids) > limit:
+            clauses = [part for part in _CLAUSE_SPLIT.split(text) if part]
+            if len(clauses) > 1:
+                packed = self._packed(clauses, limit)
+                return [piece for part in packed for piece in self._fitting(part)]
+        return self._fitting(text, ids)
+
+    def _fitting(self, text: str, ids: list[int] | None = None) -> list[list[int]]:
+        """Source ids of `text`, split into pieces of at most `max_src_tokens`."""
+        ids = self.src_tok.encode(text) if ids is None else ids
         if len(ids) <= self.max_src_tokens:
             return [ids] if ids else []
         parts = _split_once(text)
@@ -360,14 +410,20 @@ class Translator:
             return [
                 ids[i : i + self.max_src_tokens] for i in range(0, len(ids), self.max_src_tokens)
             ]
-        pieces, current = [], ""
+        packed = self._packed(parts, self.max_src_tokens)
+        return [piece for part in packed for piece in self._fitting(part)]
+
+    def _packed(self, parts: list[str], limit: int) -> list[str]:
+        """Consecutive `parts` joined into groups of at most `limit` tokens each, as few as
+        that allows taking them in order (a part longer than `limit` is a group alone)."""
+        groups, current = [], ""
         for part in parts:
-            if current and len(self.src_tok.encode(current + part)) > self.max_src_tokens:
-                pieces += self._pieces(current)
+            if current and len(self.src_tok.encode(current + part)) > limit:
+                groups.append(current)
                 current = part
             else:
                 current += part
-        return pieces + self._pieces(current)
+        return [*groups, current]
 
     def _combine(
         self,
@@ -401,7 +457,15 @@ class Translator:
     def _sentence(self, source: SourceSentence, hyps: list[Hypothesis]) -> SentenceTranslation:
         """A sentence's translation from the hypotheses of its pieces, its numbers repaired
         (`decoding.repair_numbers`)."""
-        text = self.joiner.join(_one_line(self.tgt_tok.decode(h.tokens)) for h in hyps)
+        texts = [_one_line(self.tgt_tok.decode(h.tokens)) for h in hyps]
+        stop, comma = _STOP_AND_COMMA.get(self.target_lang, ("", ""))
+        for i, piece in enumerate(source.pieces[:-1]):
+            # The model ends each piece as a sentence; one cut after a comma goes on in the next.
+            ended = texts[i].rstrip()
+            if stop and ended.endswith(stop) and _CLAUSE_END.search(self.src_tok.decode(piece)):
+                clause = ended.removesuffix(stop)
+                texts[i] = clause if _CLAUSE_END.search(clause) else clause + comma
+        text = self.joiner.join(texts)
         return SentenceTranslation(
             text=repair_numbers(source.text, text) if self.decode.repair_numbers else text,
             tokens=[token for h in hyps for token in h.tokens],

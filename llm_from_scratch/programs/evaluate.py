@@ -9,7 +9,8 @@
 
 Flags pick the model, the data and the device; any other key of configs/evaluate.yaml is set as
 KEY=VALUE. The model decodes with its run's own settings, as translate.py does; `--beam`,
-`decoding=PRESET` and `decoding.KEY=VALUE` replace the keys they name (a preset: all of them).
+`decoding=PRESET` and `decoding.KEY=VALUE` replace the keys they name (a preset: those its
+configs/decoding/PRESET.yaml sets).
 Writes `hypotheses.txt` and `metrics.json` to --output-dir (default: `eval-<split>/`
 beside the checkpoint; for an ensemble, `eval-<split>-ensemble/`; for an export,
 `eval-<split>-ctranslate2/` beside it) and prints the scores with
@@ -25,13 +26,13 @@ import sys
 import textwrap
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import datasets
 import hydra
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING, DictConfig, OmegaConf
 from tqdm import tqdm
 
 from llm_from_scratch.checkpoint import run_model
@@ -140,12 +141,15 @@ def main(argv: Sequence[str]) -> int:
 
 
 def decoding_keys(overrides: Sequence[str]) -> frozenset[str]:
-    """The decoding keys the command line sets: every one where it names a preset
-    (`decoding=greedy`), else those it sets as `decoding.KEY=VALUE` (`--beam` among them)."""
-    keys = {parsed[0] for parsed in map(override, overrides) if parsed}
-    if "decoding" in keys:
-        return frozenset(field.name for field in fields(DecodingConfig))
-    return frozenset(key.removeprefix("decoding.") for key in keys if key.startswith("decoding."))
+    """The decoding keys the command line sets: those a preset it names sets (`decoding=greedy`:
+    the keys of `configs/decoding/greedy.yaml`) and those it sets as `decoding.KEY=VALUE`
+    (`--beam` among them)."""
+    parsed = dict(parsed for parsed in map(override, overrides) if parsed)
+    keys = {key.removeprefix("decoding.") for key in parsed if key.startswith("decoding.")}
+    if "decoding" in parsed:
+        preset = config_dir() / "decoding" / f"{parsed['decoding']}.yaml"
+        keys |= set(OmegaConf.load(preset)) if preset.is_file() else set()
+    return frozenset(keys)
 
 
 def evaluate(config: EvaluateConfig, decoding: Collection[str] = ()) -> int:

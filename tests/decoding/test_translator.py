@@ -4,6 +4,8 @@ model, builders.py)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import re
 
 import pytest
 import torch
@@ -13,6 +15,7 @@ from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint, save_c
 from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.decoding import translator as translator_module
 from llm_from_scratch.decoding.batched import decode_pieces, length_batches
+from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import InputError, Translator
 from llm_from_scratch.errors import ConfigError
@@ -59,6 +62,50 @@ def test_split_input_joins_the_translations_of_its_pieces(translator, copy_model
         decode_pieces(copy_model, [piece], tokenizer, tokenizer, GREEDY)[0][0] for piece in pieces
     ]
     assert whole.tokens == [token for hyp in per_piece for token in hyp.tokens]
+
+
+def test_a_sentence_over_the_clause_limit_is_decoded_in_packed_clauses(copy_model, tokenizer):
+    limit = 12
+    translator = Translator(
+        copy_model, tokenizer, tokenizer, dataclasses.replace(GREEDY, clause_split_tokens=limit)
+    )
+    text = "the cat sat on the mat, the dog sat, a bird sang; then the cat ran to the old mat"
+    parts = [tokenizer.decode(piece) for piece in translator._pieces(text)]
+    assert len(parts) > 1
+    assert "".join(parts) == tokenizer.normalize(text)
+    assert all(part.rstrip()[-1] in ",;" for part in parts[:-1])  # cut after clauses only
+    clauses = [len(tokenizer.encode(clause)) for clause in re.split(r"(?<=[,;]) ", text)]
+    for part, following in itertools.pairwise(parts):
+        # Packed: each piece is within the limit or one clause, and would not take the next.
+        assert len(tokenizer.encode(part)) <= limit or len(tokenizer.encode(part)) in clauses
+        assert len(tokenizer.encode(part + following.split(",")[0])) > limit
+    # Within the limit, without a clause to cut at, or with the limit off: one piece.
+    assert len(translator._pieces("the cat sat, the dog sat")) == 1
+    assert len(translator._pieces(text.replace(",", "").replace(";", ""))) == 1
+    assert len(Translator(copy_model, tokenizer, tokenizer, GREEDY)._pieces(text)) == 1
+
+
+@pytest.mark.parametrize(
+    ("target_lang", "answer", "expected"),
+    [
+        ("ja", "猫が座った。", "猫が座った、猫が座った、猫が座った。猫が座った。"),
+        ("ja", "猫が、。", "猫が、猫が、猫が、。猫が、。"),  # no second comma
+        ("en", "A cat sat.", "A cat sat, A cat sat, A cat sat. A cat sat."),
+        ("en", "A cat sat?", "A cat sat? A cat sat? A cat sat? A cat sat?"),  # not a full stop
+    ],
+)
+def test_a_clause_translated_alone_goes_on_after_a_comma_not_a_full_stop(
+    copy_model, tokenizer, monkeypatch, target_lang, answer, expected
+):
+    monkeypatch.setattr(translator_module, "decode_pieces", answering(tokenizer, answer))
+    decode = dataclasses.replace(GREEDY, clause_split_tokens=4)
+    joiner = " " if target_lang == "en" else ""
+    translator = Translator(
+        copy_model, tokenizer, tokenizer, decode, joiner, target_lang=target_lang
+    )
+    text = "the cat sat on the mat, the dog sat on the rug; a bird sang on the roof. The cat ran."
+    assert len(translator.sentences(text)[0].pieces) == 3
+    assert translator.translate([text])[0].text == expected
 
 
 def test_batches_respect_the_token_budget():
@@ -237,6 +284,42 @@ def test_each_sentence_gets_its_own_numbers_back_unless_switched_off(
     else:  # the decoded text as it is
         assert translation.text == "1959年に3人。" * 3 + "\n1959年に3人。"
     assert translation.candidates[0].tokens == tokenizer.encode("1959年に3人。") * 4
+
+
+@pytest.mark.parametrize(
+    ("numbers_first", "beam_size", "nbest", "expected"),
+    [
+        (True, 2, 1, ["1995年に生まれた。"]),  # the second keeps the number
+        (True, 2, 2, ["1995年に生まれた。", "年に生まれた。"]),  # the rest in score order
+        (False, 2, 2, ["年に生まれた。", "1995年に生まれた。"]),  # score order alone
+        (True, 1, 1, ["年に生まれた。"]),  # greedy search has one hypothesis
+    ],
+)
+def test_the_best_hypothesis_that_keeps_the_numbers_comes_first(
+    copy_model, tokenizer, monkeypatch, numbers_first, beam_size, nbest, expected
+):
+    searched = []
+
+    def search(model, pieces, src_tok, tgt_tok, cfg, use_cache):
+        searched.append(cfg.nbest)
+        outputs = ["年に生まれた。", "1995年に生まれた。"][: cfg.beam_size]
+        return [
+            [Hypothesis(tokenizer.encode(text), -rank, False) for rank, text in enumerate(outputs)]
+            for _ in pieces
+        ]
+
+    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    decode = dataclasses.replace(
+        GREEDY, beam_size=beam_size, nbest=nbest, numbers_first=numbers_first
+    )
+    translator = Translator(copy_model, tokenizer, tokenizer, decode)
+    [translation] = translator.translate(["I was born in 1995."])
+    assert [candidate.text for candidate in translation.candidates] == expected
+    assert searched == [beam_size if numbers_first else nbest]
+    # A source without numbers is searched and ranked as without the option.
+    [plain] = translator.translate(["I was born."])
+    assert plain.candidates[0].text == "年に生まれた。"
+    assert searched[-1] == nbest
 
 
 # ---- direction -----------------------------------------------------------------------------------

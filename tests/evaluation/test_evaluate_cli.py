@@ -215,7 +215,9 @@ def greedy_on_small_parallel_enja(
         ([], {"beam_size": 1, "length_penalty": 0.7, "max_len_b": 3}),  # the run's own
         (["decoding.max_len_b=4"], {"beam_size": 1, "length_penalty": 0.7, "max_len_b": 4}),
         (["--beam", "2"], {"beam_size": 2, "length_penalty": 0.7, "max_len_b": 3}),
-        (["decoding=beam"], {"beam_size": 5, "length_penalty": 1.5, "max_len_b": 10}),  # a preset
+        # A preset sets the keys its file names; the run's clause limit is not one of them.
+        (["decoding=beam"], {"beam_size": 5, "length_penalty": 1.5, "clause_split_tokens": 7}),
+        (["decoding=beam", "decoding.clause_split_tokens=0"], {"clause_split_tokens": 0}),
     ],
 )
 def test_the_model_decodes_with_its_runs_settings_and_the_keys_the_command_sets(
@@ -223,7 +225,11 @@ def test_the_model_decodes_with_its_runs_settings_and_the_keys_the_command_sets(
 ):
     """As translate.py does: a recipe's length penalty holds unless the command changes it."""
     tok = BPETokenizer.train(["the cat sat on the mat.", "猫がマットに座った。"], vocab_size=300)
-    run = ["decoding.length_penalty=0.7", "decoding.max_len_b=3"]  # beside the tiny run's greedy
+    run = [  # beside the tiny run's greedy
+        "decoding.length_penalty=0.7",
+        "decoding.max_len_b=3",
+        "decoding.clause_split_tokens=7",
+    ]
     model = save_tiny_checkpoint(tmp_path / "run" / "best.pt", tok, run)
     common = [
         "--checkpoint",
