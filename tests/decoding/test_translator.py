@@ -78,7 +78,7 @@ def test_a_sentence_over_the_clause_limit_is_decoded_in_packed_clauses(copy_mode
     for part, following in itertools.pairwise(parts):
         # Packed: each piece is within the limit or one clause, and would not take the next.
         assert len(tokenizer.encode(part)) <= limit or len(tokenizer.encode(part)) in clauses
-        assert len(tokenizer.encode(part + following.split(",")[0])) > limit
+        assert len(tokenizer.encode(part + re.split(r"(?<=[,;])", following)[0])) > limit
     # Within the limit, without a clause to cut at, or with the limit off: one piece.
     assert len(translator._pieces("the cat sat, the dog sat")) == 1
     assert len(translator._pieces(text.replace(",", "").replace(";", ""))) == 1
