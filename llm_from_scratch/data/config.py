@@ -228,6 +228,9 @@ class DataConfig(CorpusSource):
     # n_i ** (1 / temperature), n_i its pairs after deduplication and cleaning; the total stays.
     temperature: float | None = None
     mixture_seed: int = 1234  # draws the fractional parts of resampling
+    # The numbers a train pair's two sides share become placeholders the model copies, and the
+    # translator writes them back (data/placeholders.py). Dev and test stay as written.
+    number_placeholders: bool = False
 
     def __post_init__(self) -> None:
         if self.mixture:

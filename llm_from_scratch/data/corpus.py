@@ -26,6 +26,7 @@ from datasets.exceptions import DatasetGenerationError
 from llm_from_scratch.atomic import is_disk_full
 from llm_from_scratch.data.config import CORPUS_COLUMN, SPLITS, CorpusSource, DataConfig
 from llm_from_scratch.data.mixture import combine
+from llm_from_scratch.data.placeholders import mask_pair
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
@@ -87,7 +88,12 @@ def load_splits(
         read, removed = combine(cfg, splits, lambda member, split: read_split(member, split, paths))
     else:
         read, removed = {split: read_split(cfg, split, paths) for split in splits}, {}
-    return {split: _in_direction(cfg, pairs) for split, pairs in read.items()}, removed
+    return {
+        split: _with_placeholders(cfg, _in_direction(cfg, pairs))
+        if split == "train"
+        else _in_direction(cfg, pairs)
+        for split, pairs in read.items()
+    }, removed
 
 
 def read_split(cfg: CorpusSource, split: str, paths: PathsConfig) -> datasets.Dataset:
@@ -126,7 +132,21 @@ def load_extra_train(cfg: DataConfig, paths: PathsConfig) -> datasets.Dataset | 
                     "Data section, Synthetic pairs) or fix the path"
                 )
         parts.append(_read_aligned(paths, *files))
-    return _in_direction(cfg, _in_corpus_style(cfg, datasets.concatenate_datasets(parts)))
+    pairs = _in_corpus_style(cfg, datasets.concatenate_datasets(parts))
+    return _with_placeholders(cfg, _in_direction(cfg, pairs))
+
+
+def _with_placeholders(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
+    """Train `pairs` with the numbers both sides share masked, where `data.number_placeholders`
+    asks for it (data/placeholders.py)."""
+    if not cfg.number_placeholders:
+        return pairs
+
+    def mask(batch: dict[str, list[str]]) -> dict[str, list[str]]:
+        masked = [mask_pair(src, tgt) for src, tgt in zip(batch["src"], batch["tgt"], strict=True)]
+        return {"src": [src for src, _ in masked], "tgt": [tgt for _, tgt in masked]}
+
+    return pairs.map(mask, batched=True, desc="number placeholders")
 
 
 def _in_corpus_style(cfg: CorpusSource, pairs: datasets.Dataset) -> datasets.Dataset:

@@ -193,6 +193,8 @@ def content_settings(cfg: DataConfig) -> dict[str, Any]:
     if not cfg.mixture:
         for key in ("mixture", "temperature", "mixture_seed"):
             del settings[key]
+    if not cfg.number_placeholders:  # the key a run without them had before the setting
+        del settings["number_placeholders"]
     return settings
 
 

@@ -2,7 +2,7 @@
 
 A small model often writes a number other than the source's (1995 → １９５９, 1,200 yen →
 ２万円). After decoding, the source sentence's numbers that its translation lacks (numbers as
-`evaluation/numbers.py` finds and compares them, the fidelity metric's notion) replace the
+`llm_from_scratch/numbers.py` finds and compares them, the fidelity metric's notion) replace the
 translation's numbers that its source lacks, in order, when there are as many of each. Otherwise
 the translation is left as it is: the repair never adds or drops a number, and never guesses
 which of several a count mismatch leaves out. Nor does it touch a translation when a missing
@@ -20,7 +20,7 @@ import re
 import unicodedata
 from collections import Counter
 
-from llm_from_scratch.evaluation.numbers import Number, find_numbers
+from llm_from_scratch.numbers import Number, find_numbers
 
 _FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
 _KANJI_UNITS = re.compile(r"[十百千万億兆]+")

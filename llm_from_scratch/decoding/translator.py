@@ -40,6 +40,12 @@ from llm_from_scratch.checkpoint import (
     run_model,
 )
 from llm_from_scratch.data.config import CorpusConfig, DataConfig
+from llm_from_scratch.data.placeholders import (
+    has_placeholders,
+    keeps_placeholders,
+    mask_numbers,
+    restore_numbers,
+)
 from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.batched import decode_pieces
@@ -50,8 +56,8 @@ from llm_from_scratch.decoding.ensemble import Ensemble
 from llm_from_scratch.decoding.number_repair import keeps_numbers, repair_numbers
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.evaluation.numbers import find_numbers
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.numbers import find_numbers
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import select_precision
 from llm_from_scratch.schema import to_schema, with_overrides
@@ -80,6 +86,7 @@ class SourceSentence:
     text: str  # as split from its line, cleaned, before the corpus's source style
     line: int  # the line of the text it is on, from 0
     pieces: list[list[int]]  # its source ids, in pieces the model can take (usually one)
+    numbers: list[str] = field(default_factory=list)  # masked by placeholders, in order
 
 
 @dataclass
@@ -131,6 +138,7 @@ def run_data(config: dict[str, Any]) -> DataConfig:
         source="local",
         direction=data.get("direction"),
         corpus=to_schema(data["corpus"], CorpusConfig),
+        number_placeholders=data.get("number_placeholders", False),
     )
 
 
@@ -200,6 +208,7 @@ class Translator:
         checkpoints: Sequence[CheckpointSummary] = (),
         source_lang: str = "en",
         target_lang: str = "ja",
+        number_placeholders: bool = False,
     ) -> None:
         self.model = model.eval() if isinstance(model, torch.nn.Module) else model
         self.src_tok = src_tok
@@ -209,6 +218,7 @@ class Translator:
         self.use_cache = use_cache
         self.source_style = source_style  # the style of the model's input (data.input_style)
         self.source_lang, self.target_lang = source_lang, target_lang  # the run's data.direction
+        self.number_placeholders = number_placeholders  # the run's data.number_placeholders
         if isinstance(model, CTranslate2Model):
             # The engine's compute type (e.g. int8) was set when it loaded; autocast is torch's.
             self.device = torch.device(model.device)
@@ -255,6 +265,7 @@ class Translator:
             decode,
             joiner_for(data.target_lang),
             source_style=data.input_style,
+            number_placeholders=data.number_placeholders,
             checkpoints=restored.checkpoints,
             source_lang=data.source_lang,
             target_lang=data.target_lang,
@@ -300,6 +311,7 @@ class Translator:
             decode,
             joiner_for(data.target_lang),
             source_style=data.input_style,
+            number_placeholders=data.number_placeholders,
             source_lang=data.source_lang,
             target_lang=data.target_lang,
             checkpoints=[
@@ -310,6 +322,22 @@ class Translator:
                     manifest["averaged_from"],
                 )
             ],
+        )
+
+    def with_decoding(self, decode: DecodingConfig) -> Translator:
+        """This translator's model and settings, searching with `decode`."""
+        return Translator(
+            self.model,
+            self.src_tok,
+            self.tgt_tok,
+            decode,
+            self.joiner,
+            use_cache=self.use_cache,
+            source_style=self.source_style,
+            checkpoints=self.checkpoints,
+            source_lang=self.source_lang,
+            target_lang=self.target_lang,
+            number_placeholders=self.number_placeholders,
         )
 
     def translate(self, texts: Sequence[str]) -> list[Translation]:
@@ -344,7 +372,7 @@ class Translator:
         if not (self.decode.numbers_first and self.decode.beam_size > 1):
             return self._search(pieces, self.decode)
         sources = [self.src_tok.decode(piece) for piece in pieces]
-        numbered = [bool(find_numbers(source)) for source in sources]
+        numbered = [bool(find_numbers(source)) or has_placeholders(source) for source in sources]
         results: list[list[Hypothesis]] = [[] for _ in pieces]
         all_hypotheses = replace(self.decode, nbest=self.decode.beam_size)
         for has_numbers, decode in ((False, self.decode), (True, all_hypotheses)):
@@ -371,7 +399,7 @@ class Translator:
             text = _one_line(self.tgt_tok.decode(hyp.tokens))
             if self.decode.repair_numbers:
                 text = repair_numbers(source, text)
-            if keeps_numbers(source, text):
+            if keeps_numbers(source, text) and keeps_placeholders(source, text):
                 return [hyp, *hyps[:rank], *hyps[rank + 1 :]]
         return hyps
 
@@ -382,9 +410,12 @@ class Translator:
         sentences = []
         for line, text_line in enumerate(_lines(text)):
             for sentence in split_sentences(_clean(text_line)):
+                styled, numbers = prepare_source(sentence, self.source_style), []
+                if self.number_placeholders:
+                    styled, numbers = mask_numbers(styled)
                 # No pieces: only characters the tokenizer's normalization removes.
-                if pieces := self._pieces(prepare_source(sentence, self.source_style)):
-                    sentences.append(SourceSentence(sentence, line, pieces))
+                if pieces := self._pieces(styled):
+                    sentences.append(SourceSentence(sentence, line, pieces, numbers))
         return sentences
 
     def _pieces(self, text: str) -> list[list[int]]:
@@ -466,6 +497,8 @@ class Translator:
                 clause = ended.removesuffix(stop)
                 texts[i] = clause if _CLAUSE_END.search(clause) else clause + comma
         text = self.joiner.join(texts)
+        if self.number_placeholders:
+            text = restore_numbers(text, source.numbers, full_width=self.target_lang == "ja")
         return SentenceTranslation(
             text=repair_numbers(source.text, text) if self.decode.repair_numbers else text,
             tokens=[token for h in hyps for token in h.tokens],

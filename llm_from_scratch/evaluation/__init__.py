@@ -3,7 +3,6 @@
 metrics.py  BLEU (ja-mecab or 13a, by target language), chrF, character BLEU, with signatures
 report.py   metrics.json, hypotheses.txt, BLEU by source length
 corpora.py  splits of several corpora: an even spread of their rows, scores per corpus
-numbers.py  the numbers a text writes in digits (fidelity's and the number repair's notion)
-fidelity.py number fidelity and the loop count
+fidelity.py number fidelity (numbers as `llm_from_scratch/numbers.py` finds them) and the loop count
 curves.py   learning curves from TensorBoard logs
 """

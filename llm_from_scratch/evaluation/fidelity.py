@@ -2,7 +2,7 @@
 
 Number fidelity is the share of the numbers written in digits in the sources (years, prices,
 times, counts, decimals) that the outputs hold in digits too, ASCII or full-width: numbers as
-`numbers.py` finds and compares them (the same notion as decoding's number repair), so
+`llm_from_scratch/numbers.py` finds and compares them (decoding's number repair's notion), so
 `1,200`, `1200` and `１，２００` are one number. A number counts once per occurrence: a source
 with two 3s needs two in its output. Numbers written in kanji (三時, 千二百円) or with kanji
 units (12万円 for 120,000) do not count: the metric is strict, and the references of
@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from llm_from_scratch.evaluation.metrics import word_bleu
-from llm_from_scratch.evaluation.numbers import numbers
+from llm_from_scratch.numbers import numbers
 
 LOOP_NGRAM = 4
 LOOP_TIMES = 3

@@ -258,6 +258,7 @@ def _load_translator(
         checkpoints=restored.checkpoints,
         source_lang=trained.source_lang,
         target_lang=trained.target_lang,
+        number_placeholders=trained.number_placeholders,
     )
     return translator, restored.config
 

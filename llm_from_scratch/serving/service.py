@@ -150,17 +150,8 @@ class TranslationService:
         """The translator for a beam and n-best: the loaded one's model and settings otherwise."""
         if (beam, nbest) not in self._translators:
             base = self.translator
-            self._translators[beam, nbest] = Translator(
-                base.model,
-                base.src_tok,
-                base.tgt_tok,
-                replace(base.decode, beam_size=beam, nbest=nbest),
-                joiner=base.joiner,
-                use_cache=base.use_cache,
-                source_style=base.source_style,
-                checkpoints=base.checkpoints,
-                source_lang=base.source_lang,
-                target_lang=base.target_lang,
+            self._translators[beam, nbest] = base.with_decoding(
+                replace(base.decode, beam_size=beam, nbest=nbest)
             )
         return self._translators[beam, nbest]
 

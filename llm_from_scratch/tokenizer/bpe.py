@@ -174,10 +174,12 @@ class BPETokenizer:
         normalization: str = "nfkc",
         pretokenizer: str = "okurigana",
         special_tokens: Sequence[str] = (),
+        required_characters: Sequence[str] = (),
     ) -> BPETokenizer:
         """Learn a vocabulary of `vocab_size` tokens (fewer if the corpus runs out of pairs).
 
         `special_tokens` are user-defined extras placed after <pad>, <bos>, <eos>.
+        `required_characters` join the alphabet however rare (e.g. number placeholders).
         """
         check_training_options(
             vocab_size, character_coverage, normalization, pretokenizer, special_tokens
@@ -193,6 +195,7 @@ class BPETokenizer:
             for char in piece:
                 char_counts[char] += count
         alphabet = select_alphabet(char_counts, character_coverage)
+        alphabet += [char for char in dict.fromkeys(required_characters) if char not in alphabet]
         all_special = [*RESERVED, *special_tokens]
         base_size = len(all_special) + NUM_BYTES + len(alphabet)
         if base_size > vocab_size:

@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -20,6 +20,7 @@ import datasets
 from llm_from_scratch.atomic import build_lock
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.corpus import load_split
+from llm_from_scratch.data.placeholders import PLACEHOLDERS
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
@@ -73,6 +74,8 @@ def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
         "tokenizer": asdict(tok_cfg),
         "pattern": PRETOKENIZERS[tok_cfg.pretokenizer],
     }
+    if data_cfg.number_placeholders:  # the train texts hold them
+        settings["number_placeholders"] = True
     if data_cfg.mixture:
         # The union of the members' pairs, whatever their weights: a change of weights keeps it.
         settings["mixture"] = {
@@ -118,6 +121,8 @@ def load_or_train_tokenizers(
         return texts
 
     source_lang, target_lang = data_cfg.source_lang, data_cfg.target_lang
+    # Rare as they are, each placeholder must be a token of its own on both sides.
+    required = PLACEHOLDERS if data_cfg.number_placeholders else ()
     if tok_cfg.shared:
         shared = _load_or_train(
             src_path,
@@ -125,13 +130,19 @@ def load_or_train_tokenizers(
             lambda: [*train_texts()[0], *train_texts()[1]],
             f"shared {source_lang}-{target_lang}",
             tok_cfg.normalization,
+            required,
         )
         return shared, shared
     source = _load_or_train(
-        src_path, tok_cfg, lambda: train_texts()[0], source_lang, tok_cfg.normalization
+        src_path, tok_cfg, lambda: train_texts()[0], source_lang, tok_cfg.normalization, required
     )
     target = _load_or_train(
-        tgt_path, tok_cfg, lambda: train_texts()[1], target_lang, tok_cfg.target_normalization
+        tgt_path,
+        tok_cfg,
+        lambda: train_texts()[1],
+        target_lang,
+        tok_cfg.target_normalization,
+        required,
     )
     return source, target
 
@@ -142,12 +153,13 @@ def _load_or_train(
     texts: Callable[[], list[str]],
     label: str,
     normalization: str,
+    required: Sequence[str] = (),
 ) -> BPETokenizer:
     # Locked: a second run that needs this tokenizer waits for the first to train it, then loads it.
     with build_lock(path, f"the tokenizer {path}"):
         if path.is_file():
             return BPETokenizer.load(path)
-        return _train(path, tok_cfg, texts, label, normalization)
+        return _train(path, tok_cfg, texts, label, normalization, required)
 
 
 def _train(
@@ -156,6 +168,7 @@ def _train(
     texts: Callable[[], list[str]],
     label: str,
     normalization: str,
+    required: Sequence[str],
 ) -> BPETokenizer:
     logger.info("training the %s tokenizer: BPE, %s pieces", label, f"{tok_cfg.vocab_size:,}")
     started = time.perf_counter()
@@ -167,6 +180,7 @@ def _train(
         normalization=normalization,
         pretokenizer=tok_cfg.pretokenizer,
         special_tokens=tok_cfg.special_tokens,
+        required_characters=required,
     )
     tok.save(path)
     seconds = time.perf_counter() - started

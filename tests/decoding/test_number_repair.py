@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from llm_from_scratch.decoding.number_repair import repair_numbers
 from llm_from_scratch.evaluation.fidelity import number_fidelity
-from llm_from_scratch.evaluation.numbers import numbers
+from llm_from_scratch.numbers import numbers
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import InputError, Translator
 from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.programs import evaluate as evaluate_cli
 from tests.decoding.builders import answering
 
 from .builders import save_tiny_checkpoint
@@ -322,6 +323,27 @@ def test_the_best_hypothesis_that_keeps_the_numbers_comes_first(
     assert searched[-1] == nbest
 
 
+@pytest.mark.parametrize(
+    ("target_lang", "expected"), [("ja", "１，２００人から３人。"), ("en", "1,200人から3人。")]
+)
+def test_a_placeholder_model_reads_masked_numbers_and_writes_them_back(
+    copy_model, tokenizer, monkeypatch, target_lang, expected
+):
+    searched = []
+
+    def search(model, pieces, *args):
+        searched.extend(pieces)
+        return answering(tokenizer, "\ue001人から\ue000人。")(model, pieces)
+
+    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    translator = Translator(
+        copy_model, tokenizer, tokenizer, GREEDY, target_lang=target_lang, number_placeholders=True
+    )
+    [translation] = translator.translate(["From 3 to 1,200 people."])
+    assert searched == [tokenizer.encode("From \ue000 to \ue001 people.")]
+    assert translation.text == expected  # full-width digits in Japanese
+
+
 # ---- direction -----------------------------------------------------------------------------------
 
 
@@ -335,6 +357,17 @@ def test_a_ja_en_checkpoint_reads_raw_japanese_and_writes_spaced_english(tokeniz
     assert (forward.joiner, forward.source_style) == ("", "lowercase_tokenized")
     assert (backward.source_lang, backward.target_lang) == ("ja", "en")
     assert (backward.joiner, backward.source_style) == (" ", "raw")
+
+
+def test_every_way_of_loading_a_placeholder_run_masks_its_numbers(tokenizer, tmp_path):
+    plain = save_tiny_checkpoint(tmp_path / "a.pt", tokenizer)
+    masked = save_tiny_checkpoint(tmp_path / "b.pt", tokenizer, ["data.number_placeholders=true"])
+    assert not Translator.from_checkpoint(plain).number_placeholders
+    translator = Translator.from_checkpoint(masked)
+    assert translator.number_placeholders
+    assert translator.with_decoding(dataclasses.replace(GREEDY, beam_size=2)).number_placeholders
+    config = evaluate_cli.load_config([f"checkpoint={masked}"])
+    assert evaluate_cli._load_translator(config, masked, {})[0].number_placeholders
 
 
 def test_a_checkpoint_from_before_directions_translates_its_corpus_order(tokenizer, tmp_path):

@@ -173,6 +173,17 @@ def test_special_tokens_come_first_and_never_come_from_text() -> None:
     assert tok.decode([tok.bos_id, *text_ids, tok.special_id("<sep>"), tok.eos_id, 0]) == "hi"
 
 
+def test_required_characters_join_the_alphabet_however_rare() -> None:
+    rare = "\ue001"  # once in the text: below any coverage's cut
+    texts = [*SAMPLE, f"a {rare} b"]
+    assert len(BPETokenizer.train(texts, 400, character_coverage=0.99).encode(rare)) == 3
+    tok = BPETokenizer.train(
+        texts, 400, character_coverage=0.99, required_characters=[rare, "\ue002"]
+    )
+    assert len(tok.encode(rare)) == len(tok.encode("\ue002")) == 1  # a token, not 3 bytes
+    assert tok.decode(tok.encode(f"x{rare}y")) == f"x{rare}y"
+
+
 def test_user_special_tokens_are_validated() -> None:
     with pytest.raises(ConfigError, match="'<eos>' is reserved"):
         BPETokenizer.train(SAMPLE, 400, special_tokens=["<eos>"])

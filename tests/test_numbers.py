@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.evaluation.numbers import Number, find_numbers, numbers
+from llm_from_scratch.numbers import Number, find_numbers, numbers
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """The numbers a text writes in digits: where they are, and one canonical form to compare them.
 
-The one notion of a number for the metric (`fidelity.py`: does an output keep its source's
-numbers?) and for the repair (`decoding/number_repair.py`: put back those it lost). A number is
+The one notion of a number for the metric (`evaluation/fidelity.py`: does an output keep its
+source's numbers?), for the repair (`decoding/number_repair.py`: put back those it lost) and for
+the placeholders a model can be trained with (`data/placeholders.py`). A number is
 digits with optional thousands groups and an optional decimal part, in ASCII or full-width form:
 `1,200`, `1200` and `１，２００` are one number. Text is read NFKC-normalized (full-width ０-９
 and ，． become ASCII), character by character so that each number keeps its place in the text

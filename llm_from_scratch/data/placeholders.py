@@ -1,0 +1,86 @@
+"""Number placeholders: a model that copies a symbol for each number instead of spelling it.
+
+With `data.number_placeholders`, each number of a train pair's source that its target also
+writes (the same value, ASCII or full-width, as `llm_from_scratch/numbers.py` compares them) is
+replaced on both sides by a placeholder, the k-th such number by the k-th placeholder; numbers
+the target writes otherwise (二人 for `2 people`, 200万 for `2 million`) stay as they are. The
+translator masks every number of a source the same way and writes each placeholder of the
+output back as its number (`restore_numbers`): a model cannot then merge two numbers (`2 to 3`
+as ２３) or change a digit. Placeholders are characters of Unicode's private use area, which no
+corpus text holds, so the tokenizers learn them as characters of their own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from llm_from_scratch.numbers import Number, find_numbers
+
+# At most this many numbers of a sentence are masked; any after them stay digits.
+PLACEHOLDERS = tuple(chr(0xE000 + k) for k in range(8))
+_INDEX = {placeholder: k for k, placeholder in enumerate(PLACEHOLDERS)}
+_DROP_PLACEHOLDERS = dict.fromkeys(map(ord, PLACEHOLDERS))
+_FULL_WIDTH = str.maketrans("0123456789,.", "０１２３４５６７８９，．")
+
+
+def mask_pair(source: str, target: str) -> tuple[str, str]:
+    """`source` and `target` with the numbers they share masked alike (see the module
+    docstring)."""
+    available = find_numbers(target)
+    in_source, in_target = [], []
+    for number in find_numbers(source):
+        match = next((other for other in available if other.value == number.value), None)
+        if match is None:
+            continue
+        available.remove(match)
+        in_source.append(number)
+        in_target.append(match)
+        if len(in_source) == len(PLACEHOLDERS):
+            break
+    return _masked(source, in_source), _masked(target, in_target)
+
+
+def mask_numbers(text: str) -> tuple[str, list[str]]:
+    """`text` with its numbers masked in order, and the masked numbers as `text` writes them.
+    Placeholder characters `text` holds itself are dropped: they would read as numbers."""
+    text = text.translate(_DROP_PLACEHOLDERS)
+    numbers = find_numbers(text)[: len(PLACEHOLDERS)]
+    return _masked(text, numbers), [text[number.start : number.end] for number in numbers]
+
+
+def restore_numbers(text: str, numbers: list[str], full_width: bool) -> str:
+    """`text` with each placeholder written back as its number (`full_width`: in full-width
+    digits and separators, as Japanese text writes them); a placeholder with no number (the
+    model wrote one its source lacks) is dropped."""
+    restored = []
+    for char in text:
+        k = _INDEX.get(char)
+        if k is None:
+            restored.append(char)
+        elif k < len(numbers):
+            restored.append(numbers[k].translate(_FULL_WIDTH) if full_width else numbers[k])
+    return "".join(restored)
+
+
+def has_placeholders(text: str) -> bool:
+    return any(char in _INDEX for char in text)
+
+
+def keeps_placeholders(source: str, text: str) -> bool:
+    """Whether `text` holds each placeholder of `source` as often as `source` does."""
+    return Counter(_placeholders(source)) <= Counter(_placeholders(text))
+
+
+def _placeholders(text: str) -> list[str]:
+    return [char for char in text if char in _INDEX]
+
+
+def _masked(text: str, numbers: list[Number]) -> str:
+    """`text` with the k-th number of `numbers` replaced by the k-th placeholder."""
+    parts, position = [], 0
+    for placeholder, number in sorted(
+        zip(PLACEHOLDERS, numbers, strict=False), key=lambda pair: pair[1].start
+    ):
+        parts += [text[position : number.start], placeholder]
+        position = number.end
+    return "".join(parts) + text[position:]
