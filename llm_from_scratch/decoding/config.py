@@ -24,7 +24,8 @@ class DecodingConfig:
     # (number_repair.py); the text changes, not the tokens. Translator and validation.
     repair_numbers: bool = True
     # Beam search: return first the best of a source's `beam_size` hypotheses that keeps all its
-    # numbers (after the repair), where one does; the rest follow in score order. Translator only.
+    # numbers (after the repair; placeholders too, preferring one that repeats none), where one
+    # does; the rest follow in score order. Translator only.
     numbers_first: bool = True
     # Translate a sentence of more source tokens than this clause by clause: cut after its commas,
     # semicolons and colons, the clauses packed into pieces of at most this many tokens. A model

@@ -394,14 +394,19 @@ class Translator:
             )
 
     def _numbers_first(self, source: str, hyps: list[Hypothesis]) -> list[Hypothesis]:
-        """`hyps` with the best that keeps the numbers of `source` moved first."""
+        """`hyps` with the best that keeps the numbers of `source` moved first: of those, the
+        best that writes each placeholder no more often than `source` does, if any does."""
+        keeping = []
         for rank, hyp in enumerate(hyps):
             text = _one_line(self.tgt_tok.decode(hyp.tokens))
             if self.decode.repair_numbers:
                 text = repair_numbers(source, text)
             if keeps_numbers(source, text) and keeps_placeholders(source, text):
-                return [hyp, *hyps[:rank], *hyps[rank + 1 :]]
-        return hyps
+                keeping.append((rank, keeps_placeholders(text, source)))
+        if not keeping:
+            return hyps
+        rank = next((rank for rank, exact in keeping if exact), keeping[0][0])
+        return [hyps[rank], *hyps[:rank], *hyps[rank + 1 :]]
 
     def sentences(self, text: str) -> list[SourceSentence]:
         """What `translate` decodes for `text`: the sentences of each of its lines, cleaned, in

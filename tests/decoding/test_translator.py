@@ -344,6 +344,25 @@ def test_a_placeholder_model_reads_masked_numbers_and_writes_them_back(
     assert translation.text == expected  # full-width digits in Japanese
 
 
+def test_of_the_hypotheses_that_keep_the_numbers_one_without_a_placeholder_twice_comes_first(
+    copy_model, tokenizer, monkeypatch
+):
+    outputs = ["\ue000％の\ue000％の企業。", "\ue000％の企業。", "企業。"]
+
+    def search(model, pieces, src_tok, tgt_tok, cfg, use_cache):
+        return [
+            [Hypothesis(tokenizer.encode(text), -rank, False) for rank, text in enumerate(outputs)]
+            for _ in pieces
+        ]
+
+    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    decode = dataclasses.replace(GREEDY, beam_size=3, nbest=3)
+    translator = Translator(copy_model, tokenizer, tokenizer, decode, number_placeholders=True)
+    [translation] = translator.translate(["56% of firms."])
+    texts = [candidate.text for candidate in translation.candidates]
+    assert texts == ["５６%の企業。", "５６%の５６%の企業。", "企業。"]  # NFKC: ％ is %
+
+
 # ---- direction -----------------------------------------------------------------------------------
 
 
