@@ -88,12 +88,10 @@ def load_splits(
         read, removed = combine(cfg, splits, lambda member, split: read_split(member, split, paths))
     else:
         read, removed = {split: read_split(cfg, split, paths) for split in splits}, {}
-    return {
-        split: _with_placeholders(cfg, _in_direction(cfg, pairs))
-        if split == "train"
-        else _in_direction(cfg, pairs)
-        for split, pairs in read.items()
-    }, removed
+    pairs = {split: _in_direction(cfg, split_pairs) for split, split_pairs in read.items()}
+    if "train" in pairs:  # dev and test are scored on the text as written
+        pairs["train"] = _with_placeholders(cfg, pairs["train"])
+    return pairs, removed
 
 
 def read_split(cfg: CorpusSource, split: str, paths: PathsConfig) -> datasets.Dataset:
