@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from llm_from_scratch.data.placeholders import restore_numbers
 from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
 from llm_from_scratch.decoding.translator import (
     SentenceTranslation,
@@ -17,6 +18,7 @@ from llm_from_scratch.decoding.translator import (
     Translator,
 )
 from llm_from_scratch.model.transformer import Decoder, Encoder, Seq2SeqTransformer
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.training.attention_figure import piece_label, teacher_forced_attention
 
 WEIGHT_DECIMALS = 3  # attention weights in JSON: enough for a heatmap, a third of the size
@@ -173,9 +175,17 @@ class TranslationService:
         else:
             weights = teacher_forced_attention(model, src_ids, tgt_out, tgt_tok.bos_id)
             layers = list(range(1, len(weights) + 1))
+
+        def labels(tok: BPETokenizer, tokens: list[int], full_width: bool) -> list[str]:
+            """Each token's text; a number placeholder's as the number it stands for."""
+            texts = [tok.token_text(token) for token in tokens]
+            if self.translator.number_placeholders:
+                texts = [restore_numbers(text, source.numbers, full_width) for text in texts]
+            return [piece_label(text) for text in texts]
+
         return Alignment(
             layers=layers,
-            source=[piece_label(src_tok.token_text(token)) for token in src_ids],
-            target=[piece_label(tgt_tok.token_text(token)) for token in tgt_out],
+            source=labels(src_tok, src_ids, full_width=False),
+            target=labels(tgt_tok, tgt_out, full_width=self.translator.target_lang == "ja"),
             weights=weights.double().cpu().round(decimals=WEIGHT_DECIMALS).tolist(),
         )

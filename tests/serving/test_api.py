@@ -8,11 +8,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from llm_from_scratch.data.placeholders import PLACEHOLDERS
 from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.serving.api import SERVER_ERROR
-from llm_from_scratch.serving.service import Search
+from llm_from_scratch.serving.service import Search, TranslationService
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from tests.decoding.builders import save_tiny_checkpoint
 
 from .conftest import AVERAGED, DEV_BLEU, STEP
 
@@ -179,3 +182,15 @@ def test_concurrent_requests_decode_in_fewer_calls_with_the_same_results(
         served = response.json()["translations"][0]
         assert served["text"] == expected.text
         assert served["score"] == pytest.approx(expected.score, rel=1e-12)
+
+
+def test_attention_labels_show_the_numbers_a_placeholder_model_read(tmp_path):
+    texts = ["he is 12 .", "彼は12歳だ。", "it is 3 .", "3時だ。"]
+    tok = BPETokenizer.train(texts, 300, required_characters=PLACEHOLDERS)
+    path = save_tiny_checkpoint(tmp_path / "b.pt", tok, ["data.number_placeholders=true"])
+    service = TranslationService(Translator.from_checkpoint(path, device="cpu"), run="b")
+    [served] = service.translate(Search(1, 1, True), ["He is 12."])
+    (sentence,) = served.sentences
+    source, target = sentence.attention.source, sentence.attention.target
+    assert "".join(source[:-1]).replace("▁", " ") == "he is 12 ."  # the model read a placeholder
+    assert not set(PLACEHOLDERS) & {char for label in source + target for char in label}
