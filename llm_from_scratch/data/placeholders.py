@@ -48,10 +48,11 @@ def mask_numbers(text: str) -> tuple[str, list[str]]:
     return _masked(text, numbers), [text[number.start : number.end] for number in numbers]
 
 
-def restore_numbers(text: str, numbers: list[str], full_width: bool) -> str:
-    """`text` with each placeholder written back as its number (`full_width`: in full-width
-    digits and separators, as Japanese text writes them); a placeholder with no number (the
-    model wrote one its source lacks) is dropped."""
+def restore_numbers(text: str, numbers: list[str], language: str) -> str:
+    """`text`, in `language`, with each placeholder written back as its number (in Japanese in
+    full-width digits and separators, as the corpora write them); a placeholder with no number
+    (the model wrote one its source lacks) is dropped."""
+    full_width = language == "ja"
     restored = []
     for char in text:
         k = _INDEX.get(char)

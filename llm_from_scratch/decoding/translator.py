@@ -65,9 +65,11 @@ from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 # Split points of a sentence too long for the model, coarsest first: after a clause's comma,
 # semicolon or colon, then between words.
-_CLAUSE_SPLIT = re.compile(r"(?<=[,;:、；：])(?=\s)|(?<=[、；：])(?=\S)")
+_CLAUSE_MARKS = ",;:、；："
+_SPACELESS_CLAUSE_MARKS = "、；："  # end a clause with no space after them
+_CLAUSE_SPLIT = re.compile(rf"(?<=[{_CLAUSE_MARKS}])(?=\s)|(?<=[{_SPACELESS_CLAUSE_MARKS}])(?=\S)")
 _WORD_SPLIT = re.compile(r"(?<=\s)(?=\S)")
-_CLAUSE_END = re.compile(r"[,;:、；：]\s*$")
+_CLAUSE_END = re.compile(rf"[{_CLAUSE_MARKS}]\s*$")
 # A language's full stop, and the comma that replaces it where a piece of a sentence ends.
 _STOP_AND_COMMA = {"ja": ("。", "、"), "en": (".", ",")}
 _LANGUAGES_WITHOUT_SPACES = ("ja", "zh", "th")
@@ -256,7 +258,15 @@ class Translator:
         probabilities (see `ensemble.py`).
         """
         restored = restore_models([path, *ensemble], resolve_device(device))
-        decode = run_decoding(restored.config, decode, decoding)
+        return cls.from_restored(restored, run_decoding(restored.config, decode, decoding))
+
+    @classmethod
+    def from_restored(
+        cls, restored: RestoredModels, decode: DecodingConfig, source_style: str | None = None
+    ) -> Translator:
+        """A translator of the models `restore_models` loaded, set up as their run reads and
+        writes text (direction, input style, number placeholders); `source_style` replaces the
+        input style, e.g. `raw` for sources already in the run's style."""
         data = run_data(restored.config)
         return cls(
             restored.model,
@@ -264,7 +274,7 @@ class Translator:
             restored.tgt_tok,
             decode,
             joiner_for(data.target_lang),
-            source_style=data.input_style,
+            source_style=data.input_style if source_style is None else source_style,
             number_placeholders=data.number_placeholders,
             checkpoints=restored.checkpoints,
             source_lang=data.source_lang,
@@ -503,7 +513,7 @@ class Translator:
                 texts[i] = clause if _CLAUSE_END.search(clause) else clause + comma
         text = self.joiner.join(texts)
         if self.number_placeholders:
-            text = restore_numbers(text, source.numbers, full_width=self.target_lang == "ja")
+            text = restore_numbers(text, source.numbers, self.target_lang)
         return SentenceTranslation(
             text=repair_numbers(source.text, text) if self.decode.repair_numbers else text,
             tokens=[token for h in hyps for token in h.tokens],

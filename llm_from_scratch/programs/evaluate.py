@@ -52,7 +52,6 @@ from llm_from_scratch.decoding.translator import (
     Translator,
     joiner_for,
     restore_models,
-    run_data,
     run_decoding,
 )
 from llm_from_scratch.device import resolve_device
@@ -249,17 +248,9 @@ def _load_translator(
         translator = Translator.from_export(model, config.device, **decoding)
         return translator, translator.model.config
     restored = restore_models([model, *config.ensemble], resolve_device(config.device))
-    trained = run_data(restored.config)
-    translator = Translator(
-        restored.model,
-        restored.src_tok,
-        restored.tgt_tok,
-        run_decoding(restored.config, None, decoding),
-        checkpoints=restored.checkpoints,
-        source_lang=trained.source_lang,
-        target_lang=trained.target_lang,
-        number_placeholders=trained.number_placeholders,
-    )
+    decode = run_decoding(restored.config, None, decoding)
+    # The split's sources are read in the run's own style already.
+    translator = Translator.from_restored(restored, decode, source_style="raw")
     return translator, restored.config
 
 

@@ -176,16 +176,16 @@ class TranslationService:
             weights = teacher_forced_attention(model, src_ids, tgt_out, tgt_tok.bos_id)
             layers = list(range(1, len(weights) + 1))
 
-        def labels(tok: BPETokenizer, tokens: list[int], full_width: bool) -> list[str]:
+        def labels(tok: BPETokenizer, tokens: list[int], language: str) -> list[str]:
             """Each token's text; a number placeholder's as the number it stands for."""
             texts = [tok.token_text(token) for token in tokens]
             if self.translator.number_placeholders:
-                texts = [restore_numbers(text, source.numbers, full_width) for text in texts]
+                texts = [restore_numbers(text, source.numbers, language) for text in texts]
             return [piece_label(text) for text in texts]
 
         return Alignment(
             layers=layers,
-            source=labels(src_tok, src_ids, full_width=False),
-            target=labels(tgt_tok, tgt_out, full_width=self.translator.target_lang == "ja"),
+            source=labels(src_tok, src_ids, self.translator.source_lang),
+            target=labels(tgt_tok, tgt_out, self.translator.target_lang),
             weights=weights.double().cpu().round(decimals=WEIGHT_DECIMALS).tolist(),
         )

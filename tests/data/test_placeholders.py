@@ -48,14 +48,14 @@ def test_an_input_masks_every_number_and_gets_each_back_as_written():
     masked, numbers = mask_numbers(text)
     assert masked == f"Call {P0}-{P1}-{P2} at {P3}:{P4} for {P5} dollars."
     assert numbers == ["03", "1234", "5678", "7", "45", "4.50"]
-    assert restore_numbers(masked, numbers, full_width=False) == text
-    assert restore_numbers(f"{P1}と{P0}、{P2}", ["1,200", "3.5", "7"], full_width=True) == (
+    assert restore_numbers(masked, numbers, "en") == text
+    assert restore_numbers(f"{P1}と{P0}、{P2}", ["1,200", "3.5", "7"], "ja") == (
         "３．５と１，２００、７"
     )
 
 
 def test_placeholders_without_a_number_and_in_the_input_itself_are_dropped():
-    assert restore_numbers(f"{P0}と{P2}。", ["5"], full_width=False) == "5と。"
+    assert restore_numbers(f"{P0}と{P2}。", ["5"], "en") == "5と。"
     masked, numbers = mask_numbers(f"a {P1} b 7")
     assert (masked, numbers) == (f"a  b {P0}", ["7"])
 
@@ -65,7 +65,7 @@ def test_numbers_past_the_last_placeholder_stay_digits():
     masked, numbers = mask_numbers(text)
     assert len(numbers) == len(PLACEHOLDERS)
     assert masked.endswith(f"{len(PLACEHOLDERS) + 1} {len(PLACEHOLDERS) + 2}")
-    assert restore_numbers(masked, numbers, full_width=False) == text
+    assert restore_numbers(masked, numbers, "en") == text
 
 
 def test_an_output_keeps_the_placeholders_only_with_each_as_often():
