@@ -27,6 +27,10 @@ class DecodingConfig:
     # numbers (after the repair; placeholders too, preferring one that repeats none), where one
     # does; the rest follow in score order. Translator only.
     numbers_first: bool = True
+    # Beam search: where a source's best hypothesis repeats a word 4-gram 3 times and the source
+    # does not (a loop, as evaluation counts them), search all `beam_size` hypotheses and return
+    # first the best that does not loop, where one does. Translator only.
+    avoid_loops: bool = True
     # Translate a sentence of more source tokens than this clause by clause: cut after its commas,
     # semicolons and colons, the clauses packed into pieces of at most this many tokens. A model
     # trained on short sentences loses the thread of longer ones. 0: a sentence is cut only where

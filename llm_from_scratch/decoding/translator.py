@@ -11,7 +11,8 @@ and each line's translations are joined again (without spaces in Japanese), the 
 breaks kept: no sentence is dropped. Each sentence's translation gets back the numbers of its
 source that the model changed (`number_repair.py`, `decoding.repair_numbers`), whichever engine
 decoded it, and of a beam's hypotheses the best that keeps its source's numbers comes first
-(`decoding.numbers_first`). A sentence longer than `decoding.clause_split_tokens` is translated
+(`decoding.numbers_first`), the best that does not loop before any that does
+(`decoding.avoid_loops`). A sentence longer than `decoding.clause_split_tokens` is translated
 clause by clause, the full stop the model ends a clause with turned into a comma; one the model
 cannot take in one piece (longer than its positional table, or than the output limit
 a * src_len + b allows) is split further, at clauses, then words, then characters, translated
@@ -56,6 +57,7 @@ from llm_from_scratch.decoding.ensemble import Ensemble
 from llm_from_scratch.decoding.number_repair import keeps_numbers, repair_numbers
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.evaluation.fidelity import loops
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.numbers import find_numbers
 from llm_from_scratch.paths import PathsConfig
@@ -77,6 +79,9 @@ _BREAKING = ("Cc", "Zl", "Zp")  # Unicode categories of control characters and l
 # Lines `translate_iter` translates at a time: enough for several length-sorted batches of
 # similar length, few enough that translations come out steadily.
 BATCH_LINES = 256
+# `decoding.avoid_loops`: the no-repeat n-gram size of the second search of a piece whose every
+# hypothesis loops.
+TIGHTER_NO_REPEAT = 2
 
 
 class InputError(UserError):
@@ -304,12 +309,14 @@ class Translator:
         device: str = "auto",
         compute_type: str = "default",
         decode: DecodingConfig | None = None,
+        source_style: str | None = None,
         **decoding: Any,
     ) -> Translator:
         """Load a CTranslate2 export (`make export`): the directory alone, no checkpoint.
 
         `compute_type` is CTranslate2's (default: the type it was exported in, e.g. int8);
-        `decode` and `decoding` are those of `from_checkpoint`."""
+        `decode` and `decoding` are those of `from_checkpoint`, `source_style` that of
+        `from_restored`."""
         model = CTranslate2Model(directory, device=device, compute_type=compute_type)
         decode = run_decoding(model.config, decode, decoding)
         data = run_data(model.config)
@@ -320,7 +327,7 @@ class Translator:
             model.tgt_tok,
             decode,
             joiner_for(data.target_lang),
-            source_style=data.input_style,
+            source_style=data.input_style if source_style is None else source_style,
             number_placeholders=data.number_placeholders,
             source_lang=data.source_lang,
             target_lang=data.target_lang,
@@ -376,24 +383,73 @@ class Translator:
             yield from self.translate(group)
 
     def _decode_pieces(self, pieces: list[list[int]]) -> list[list[Hypothesis]]:
-        """Each piece's `nbest` hypotheses, best first. With `decoding.numbers_first`, a piece
-        that has numbers is searched for all `beam_size` hypotheses, so that the best that keeps
-        them can come first; the others' search is unchanged."""
-        if not (self.decode.numbers_first and self.decode.beam_size > 1):
-            return self._search(pieces, self.decode)
+        """Each piece's `nbest` hypotheses, best first. Beam search may put a lower-scored
+        hypothesis first: with `decoding.numbers_first`, a piece that has numbers is searched for
+        all `beam_size` hypotheses, so that the best that keeps them can come first; with
+        `decoding.avoid_loops`, a piece whose best hypothesis loops is searched again for all of
+        them, so that the best that does not can come first. Other pieces' search is unchanged."""
+        decode = self.decode
+        if decode.beam_size == 1 or not (decode.numbers_first or decode.avoid_loops):
+            return self._search(pieces, decode)
         sources = [self.src_tok.decode(piece) for piece in pieces]
-        numbered = [bool(find_numbers(source)) or has_placeholders(source) for source in sources]
+        searched_all = [
+            decode.numbers_first and (bool(find_numbers(source)) or has_placeholders(source))
+            for source in sources
+        ]
+        all_hypotheses = replace(decode, nbest=decode.beam_size)
         results: list[list[Hypothesis]] = [[] for _ in pieces]
-        all_hypotheses = replace(self.decode, nbest=self.decode.beam_size)
-        for has_numbers, decode in ((False, self.decode), (True, all_hypotheses)):
-            chosen = [i for i, numbers in enumerate(numbered) if numbers == has_numbers]
-            if not chosen:
-                continue
-            for i, hyps in zip(
-                chosen, self._search([pieces[i] for i in chosen], decode), strict=True
-            ):
-                results[i] = self._numbers_first(sources[i], hyps) if has_numbers else hyps
-        return [hyps[: self.decode.nbest] for hyps in results]
+        self._search_into(results, pieces, decode, [not wanted for wanted in searched_all])
+        self._search_into(results, pieces, all_hypotheses, searched_all)
+        if decode.avoid_loops:
+            looping = [
+                not done and self._loops(source, hyps[0])
+                for done, source, hyps in zip(searched_all, sources, results, strict=True)
+            ]
+            self._search_into(results, pieces, all_hypotheses, looping)
+            searched_all = [a or b for a, b in zip(searched_all, looping, strict=True)]
+            self._add_tighter_hypotheses(results, pieces, sources, all_hypotheses)
+        return [
+            (self._preferred(source, hyps) if done else hyps)[: decode.nbest]
+            for source, hyps, done in zip(sources, results, searched_all, strict=True)
+        ]
+
+    def _add_tighter_hypotheses(
+        self,
+        results: list[list[Hypothesis]],
+        pieces: list[list[int]],
+        sources: list[str],
+        decode: DecodingConfig,
+    ) -> None:
+        """Where every hypothesis of a piece loops, search it again banning repeated token pairs,
+        its new hypotheses added after the old: a loop the 3-gram ban lets through comes out in
+        other pieces each time (駅の前の前の前の前: 前の, 前の, 前の, 前)."""
+        if decode.no_repeat_ngram_size in (1, TIGHTER_NO_REPEAT):
+            return
+        stuck = [
+            len(hyps) > 0 and all(self._loops(source, hyp) for hyp in hyps)
+            for source, hyps in zip(sources, results, strict=True)
+        ]
+        tighter: list[list[Hypothesis]] = [[] for _ in pieces]
+        self._search_into(
+            tighter, pieces, replace(decode, no_repeat_ngram_size=TIGHTER_NO_REPEAT), stuck
+        )
+        for hyps, more in zip(results, tighter, strict=True):
+            seen = {tuple(hyp.tokens) for hyp in hyps}
+            hyps += [hyp for hyp in more if tuple(hyp.tokens) not in seen]
+
+    def _search_into(
+        self,
+        results: list[list[Hypothesis]],
+        pieces: list[list[int]],
+        decode: DecodingConfig,
+        chosen: list[bool],
+    ) -> None:
+        """Search the `chosen` pieces with `decode`, their hypotheses written into `results`."""
+        indices = [i for i, wanted in enumerate(chosen) if wanted]
+        if indices:
+            found = self._search([pieces[i] for i in indices], decode)
+            for i, hyps in zip(indices, found, strict=True):
+                results[i] = hyps
 
     def _search(self, pieces: list[list[int]], decode: DecodingConfig) -> list[list[Hypothesis]]:
         if isinstance(self.model, CTranslate2Model):
@@ -403,20 +459,31 @@ class Translator:
                 self.model, pieces, self.src_tok, self.tgt_tok, decode, self.use_cache
             )
 
-    def _numbers_first(self, source: str, hyps: list[Hypothesis]) -> list[Hypothesis]:
-        """`hyps` with the best that keeps the numbers of `source` moved first: of those, the
-        best that writes each placeholder no more often than `source` does, if any does."""
-        keeping = []
-        for rank, hyp in enumerate(hyps):
-            text = _one_line(self.tgt_tok.decode(hyp.tokens))
+    def _preferred(self, source: str, hyps: list[Hypothesis]) -> list[Hypothesis]:
+        """`hyps` with the one this translator prefers moved first: of those that do not loop
+        (`decoding.avoid_loops`), the best that keeps the numbers of `source` (after the repair;
+        placeholders too) and of those the best that writes each placeholder no more often than
+        `source` does (`decoding.numbers_first`); the beam's order decides the rest."""
+
+        def flaws(rank: int) -> tuple[bool, bool, bool, int]:
+            text = _one_line(self.tgt_tok.decode(hyps[rank].tokens))
+            looping = self.decode.avoid_loops and self._loops(source, hyps[rank], text)
+            if not self.decode.numbers_first:
+                return looping, False, False, rank
             if self.decode.repair_numbers:
                 text = repair_numbers(source, text)
-            if keeps_numbers(source, text) and keeps_placeholders(source, text):
-                keeping.append((rank, keeps_placeholders(text, source)))
-        if not keeping:
-            return hyps
-        rank = next((rank for rank, exact in keeping if exact), keeping[0][0])
-        return [hyps[rank], *hyps[:rank], *hyps[rank + 1 :]]
+            keeps = keeps_numbers(source, text) and keeps_placeholders(source, text)
+            exact = keeps and keeps_placeholders(text, source)
+            return looping, not keeps, not exact, rank
+
+        best = min(range(len(hyps)), key=flaws)
+        return [hyps[best], *hyps[:best], *hyps[best + 1 :]]
+
+    def _loops(self, source: str, hyp: Hypothesis, text: str | None = None) -> bool:
+        """Whether `hyp` repeats a word 4-gram 3 times where `source` does not, as evaluation
+        counts loops (`evaluation/fidelity.py`)."""
+        text = _one_line(self.tgt_tok.decode(hyp.tokens)) if text is None else text
+        return loops(source, text, self.source_lang, self.target_lang)
 
     def sentences(self, text: str) -> list[SourceSentence]:
         """What `translate` decodes for `text`: the sentences of each of its lines, cleaned, in

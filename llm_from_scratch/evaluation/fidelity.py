@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from llm_from_scratch.evaluation.metrics import word_bleu
 from llm_from_scratch.numbers import numbers
@@ -81,10 +82,27 @@ def looping_outputs(
 
     `segment_target` splits a hypothesis into space-separated words instead of BLEU.
     """
-    segment = segment_target or word_bleu(target_lang).tokenizer
-    source_words = word_bleu(source_lang).tokenizer
+    segment = segment_target or word_splitter(target_lang)
     return [
         index
         for index, (source, hypothesis) in enumerate(zip(sources, hypotheses, strict=True))
-        if has_loop(segment(hypothesis).split()) and not has_loop(source_words(source).split())
+        if has_loop(segment(hypothesis).split()) and not _source_loops(source, source_lang)
     ]
+
+
+def loops(source: str, hypothesis: str, source_lang: str, target_lang: str) -> bool:
+    """Whether `hypothesis` is a loop of `source`: `looping_outputs` of one pair."""
+    return has_loop(word_splitter(target_lang)(hypothesis).split()) and not _source_loops(
+        source, source_lang
+    )
+
+
+@cache
+def word_splitter(language: str) -> Callable[[str], str]:
+    """Text in `language` with its words, as BLEU cuts them, separated by spaces (loaded once:
+    MeCab for Japanese)."""
+    return word_bleu(language).tokenizer
+
+
+def _source_loops(source: str, language: str) -> bool:
+    return has_loop(word_splitter(language)(source).split())

@@ -244,12 +244,12 @@ def _load_translator(
 ) -> tuple[Translator, dict[str, Any]]:
     """The translator of `model` (a checkpoint, or with engine=ctranslate2 an export directory),
     decoding with the run's settings and `decoding`'s keys replaced, and the run's config."""
+    # The split's sources are read in the run's own style already.
     if config.engine == "ctranslate2":
-        translator = Translator.from_export(model, config.device, **decoding)
+        translator = Translator.from_export(model, config.device, source_style="raw", **decoding)
         return translator, translator.model.config
     restored = restore_models([model, *config.ensemble], resolve_device(config.device))
     decode = run_decoding(restored.config, None, decoding)
-    # The split's sources are read in the run's own style already.
     translator = Translator.from_restored(restored, decode, source_style="raw")
     return translator, restored.config
 

@@ -167,6 +167,24 @@ def test_translator_from_export_translates_alone(exported: Path, checkpoint: Pat
     assert [t.text for t in translator.translate(texts)] == torch_texts
 
 
+def test_evaluate_reads_the_splits_sources_in_the_runs_style_already_with_either_engine(
+    model: Seq2SeqTransformer, tokenizer: BPETokenizer, tmp_path: Path
+):
+    """A split's sources are stored in the run's input style: styling them again would tokenize
+    small_parallel_enja's English twice."""
+    pytest.importorskip("ctranslate2")
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        config = to_schema(compose("train", ["data=small_parallel_enja"]), TrainConfig)
+    config.model = TINY
+    checkpoint = tmp_path / "averaged.pt"
+    save_checkpoint(checkpoint, inference_state(model, tokenizer, tokenizer, config))
+    exported = export_checkpoint(checkpoint, tmp_path / "ctranslate2", run="tiny").directory
+    assert Translator.from_export(exported, device="cpu").source_style == "lowercase_tokenized"
+    for engine, path in (("torch", checkpoint), ("ctranslate2", exported)):
+        settings = evaluate_cli.load_config([f"checkpoint={path}", f"engine={engine}"])
+        assert evaluate_cli._load_translator(settings, path, {})[0].source_style == "raw"
+
+
 @pytest.mark.parametrize("repair", [True, False])
 def test_the_engines_translations_get_their_numbers_repaired_too(
     exported: Path, tokenizer: BPETokenizer, monkeypatch, repair: bool

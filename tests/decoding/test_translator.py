@@ -363,6 +363,50 @@ def test_of_the_hypotheses_that_keep_the_numbers_one_without_a_placeholder_twice
     assert texts == ["５６%の企業。", "５６%の５６%の企業。", "企業。"]  # NFKC: ％ is %
 
 
+LOOP = "私は" + "東京" * 6 + "に行った。"  # 東京 ×6: the word 4-gram 東京 ×4 three times
+
+
+@pytest.mark.parametrize(
+    ("avoid_loops", "source", "beam", "expected", "searches"),
+    [
+        # Searched again for all hypotheses: the best that does not loop comes first.
+        (
+            True,
+            "I went to Tokyo.",
+            [LOOP, "私は" + "東京に" * 4 + "行った。", "私は東京に行った。"],
+            "私は東京に行った。",
+            [(1, 3), (3, 3)],
+        ),
+        (False, "I went to Tokyo.", [LOOP, "私は東京に行った。"], LOOP, [(1, 3)]),  # as searched
+        # A source that repeats itself may be translated with a repeat.
+        (True, "Tokyo Tokyo Tokyo Tokyo Tokyo Tokyo", [LOOP, "東京。"], LOOP, [(1, 3)]),
+        # Every hypothesis loops: searched once more, banning repeated token pairs.
+        (True, "I went to Tokyo.", [LOOP, LOOP + "。"], "東京へ。", [(1, 3), (2, 3), (2, 2)]),
+    ],
+)
+def test_a_looping_best_hypothesis_gives_way_to_the_best_that_does_not_loop(
+    copy_model, tokenizer, monkeypatch, avoid_loops, source, beam, expected, searches
+):
+    searched = []
+
+    def search(model, pieces, src_tok, tgt_tok, cfg, use_cache):
+        searched.append((cfg.nbest, cfg.no_repeat_ngram_size))
+        outputs = ["東京へ。"] if cfg.no_repeat_ngram_size == 2 else beam
+        return [
+            [Hypothesis(tokenizer.encode(text), -rank, False) for rank, text in enumerate(outputs)][
+                : cfg.nbest
+            ]
+            for _ in pieces
+        ]
+
+    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    decode = dataclasses.replace(GREEDY, beam_size=len(beam), avoid_loops=avoid_loops)
+    translator = Translator(copy_model, tokenizer, tokenizer, decode)
+    [translation] = translator.translate([source])
+    assert translation.text == expected
+    assert searched == searches
+
+
 # ---- direction -----------------------------------------------------------------------------------
 
 
