@@ -52,15 +52,12 @@ def restore_numbers(text: str, numbers: list[str], language: str) -> str:
     """`text`, in `language`, with each placeholder written back as its number (in Japanese in
     full-width digits and separators, as the corpora write them); a placeholder with no number
     (the model wrote one its source lacks) is dropped."""
-    full_width = language == "ja"
-    restored = []
-    for char in text:
-        k = _INDEX.get(char)
-        if k is None:
-            restored.append(char)
-        elif k < len(numbers):
-            restored.append(numbers[k].translate(_FULL_WIDTH) if full_width else numbers[k])
-    return "".join(restored)
+    if language == "ja":
+        numbers = [number.translate(_FULL_WIDTH) for number in numbers]
+    written = {
+        ord(PLACEHOLDERS[k]): number for k, number in enumerate(numbers[: len(PLACEHOLDERS)])
+    }
+    return text.translate(_DROP_PLACEHOLDERS | written)
 
 
 def has_placeholders(text: str) -> bool:

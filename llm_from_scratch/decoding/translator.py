@@ -24,7 +24,6 @@ translated.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
@@ -75,7 +74,8 @@ _CLAUSE_END = re.compile(rf"[{_CLAUSE_MARKS}]\s*$")
 # A language's full stop, and the comma that replaces it where a piece of a sentence ends.
 _STOP_AND_COMMA = {"ja": ("。", "、"), "en": (".", ",")}
 _LANGUAGES_WITHOUT_SPACES = ("ja", "zh", "th")
-_BREAKING = ("Cc", "Zl", "Zp")  # Unicode categories of control characters and line breaks
+# The characters of Unicode's categories Cc, Zl and Zp: control characters and line breaks.
+_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Lines `translate_iter` translates at a time: enough for several length-sorted batches of
 # similar length, few enough that translations come out steadily.
 BATCH_LINES = 256
@@ -612,7 +612,7 @@ def _clean(text: str) -> str:
 
 def _one_line(text: str) -> str:
     """Control characters and line separators as spaces: one line in, one line out."""
-    return "".join(" " if unicodedata.category(char) in _BREAKING else char for char in text)
+    return _BREAKING.sub(" ", text)
 
 
 def _split_once(text: str) -> list[str]:

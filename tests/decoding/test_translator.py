@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import sys
+import unicodedata
 
 import pytest
 import torch
@@ -145,6 +147,15 @@ def test_odd_characters_give_the_lines_of_the_input(translator, text):
     if translation.candidates:  # "\u200b" normalizes to nothing
         assert translation.text.count("\n") == text.count("\n")  # U+2028 is no line break
     assert "\u2028" not in translation.text
+
+
+def test_the_characters_made_spaces_are_unicodes_controls_and_line_and_paragraph_separators():
+    every_character = "".join(map(chr, range(sys.maxunicode + 1)))
+    expected = "".join(
+        " " if unicodedata.category(char) in ("Cc", "Zl", "Zp") else char
+        for char in every_character
+    )
+    assert translator_module._one_line(every_character) == expected
 
 
 FIVE_SENTENCES = "the cat sat. a dog ran. the mat. これはテストです。 the park!"
