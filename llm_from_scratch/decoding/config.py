@@ -29,7 +29,8 @@ class DecodingConfig:
     numbers_first: bool = True
     # Beam search: where a source's best hypothesis repeats a word 4-gram 3 times and the source
     # does not (a loop, as evaluation counts them), search all `beam_size` hypotheses and return
-    # first the best that does not loop, where one does. Translator only.
+    # first the best that does not loop; where all loop, search once more banning repeated token
+    # pairs. Translator only.
     avoid_loops: bool = True
     # Translate a sentence of more source tokens than this clause by clause: cut after its commas,
     # semicolons and colons, the clauses packed into pieces of at most this many tokens. A model

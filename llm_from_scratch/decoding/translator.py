@@ -402,7 +402,7 @@ class Translator:
         self._search_into(results, pieces, all_hypotheses, searched_all)
         if decode.avoid_loops:
             looping = [
-                not done and self._loops(source, hyps[0])
+                not done and bool(hyps) and self._loops(source, hyps[0])
                 for done, source, hyps in zip(searched_all, sources, results, strict=True)
             ]
             self._search_into(results, pieces, all_hypotheses, looping)
@@ -426,7 +426,7 @@ class Translator:
         if decode.no_repeat_ngram_size in (1, TIGHTER_NO_REPEAT):
             return
         stuck = [
-            len(hyps) > 0 and all(self._loops(source, hyp) for hyp in hyps)
+            bool(hyps) and all(self._loops(source, hyp) for hyp in hyps)
             for source, hyps in zip(sources, results, strict=True)
         ]
         tighter: list[list[Hypothesis]] = [[] for _ in pieces]
