@@ -402,7 +402,7 @@ class Translator:
         self._search_into(results, pieces, all_hypotheses, searched_all)
         if decode.avoid_loops:
             looping = [
-                not done and bool(hyps) and self._loops(source, hyps[0])
+                not done and bool(hyps) and self._loops(source, self._text(hyps[0]))
                 for done, source, hyps in zip(searched_all, sources, results, strict=True)
             ]
             self._search_into(results, pieces, all_hypotheses, looping)
@@ -426,7 +426,7 @@ class Translator:
         if decode.no_repeat_ngram_size in (1, TIGHTER_NO_REPEAT):
             return
         stuck = [
-            bool(hyps) and all(self._loops(source, hyp) for hyp in hyps)
+            bool(hyps) and all(self._loops(source, self._text(hyp)) for hyp in hyps)
             for source, hyps in zip(sources, results, strict=True)
         ]
         tighter: list[list[Hypothesis]] = [[] for _ in pieces]
@@ -466,8 +466,8 @@ class Translator:
         `source` does (`decoding.numbers_first`); the beam's order decides the rest."""
 
         def flaws(rank: int) -> tuple[bool, bool, bool, int]:
-            text = _one_line(self.tgt_tok.decode(hyps[rank].tokens))
-            looping = self.decode.avoid_loops and self._loops(source, hyps[rank], text)
+            text = self._text(hyps[rank])
+            looping = self.decode.avoid_loops and self._loops(source, text)
             if not self.decode.numbers_first:
                 return looping, False, False, rank
             if self.decode.repair_numbers:
@@ -479,10 +479,13 @@ class Translator:
         best = min(range(len(hyps)), key=flaws)
         return [hyps[best], *hyps[:best], *hyps[best + 1 :]]
 
-    def _loops(self, source: str, hyp: Hypothesis, text: str | None = None) -> bool:
-        """Whether `hyp` repeats a word 4-gram 3 times where `source` does not, as evaluation
+    def _text(self, hyp: Hypothesis) -> str:
+        """The output text of `hyp`, on one line."""
+        return _one_line(self.tgt_tok.decode(hyp.tokens))
+
+    def _loops(self, source: str, text: str) -> bool:
+        """Whether `text` repeats a word 4-gram 3 times where `source` does not, as evaluation
         counts loops (`evaluation/fidelity.py`)."""
-        text = _one_line(self.tgt_tok.decode(hyp.tokens)) if text is None else text
         return loops(source, text, self.source_lang, self.target_lang)
 
     def sentences(self, text: str) -> list[SourceSentence]:
@@ -570,7 +573,7 @@ class Translator:
     def _sentence(self, source: SourceSentence, hyps: list[Hypothesis]) -> SentenceTranslation:
         """A sentence's translation from the hypotheses of its pieces, its numbers repaired
         (`decoding.repair_numbers`)."""
-        texts = [_one_line(self.tgt_tok.decode(h.tokens)) for h in hyps]
+        texts = [self._text(h) for h in hyps]
         stop, comma = _STOP_AND_COMMA.get(self.target_lang, ("", ""))
         for i, piece in enumerate(source.pieces[:-1]):
             # The model ends each piece as a sentence; one cut after a comma goes on in the next.

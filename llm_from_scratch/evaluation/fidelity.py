@@ -82,18 +82,24 @@ def looping_outputs(
 
     `segment_target` splits a hypothesis into space-separated words instead of BLEU.
     """
-    segment = segment_target or word_splitter(target_lang)
     return [
         index
         for index, (source, hypothesis) in enumerate(zip(sources, hypotheses, strict=True))
-        if has_loop(segment(hypothesis).split()) and not _source_loops(source, source_lang)
+        if loops(source, hypothesis, source_lang, target_lang, segment_target)
     ]
 
 
-def loops(source: str, hypothesis: str, source_lang: str, target_lang: str) -> bool:
+def loops(
+    source: str,
+    hypothesis: str,
+    source_lang: str,
+    target_lang: str,
+    segment_target: Callable[[str], str] | None = None,
+) -> bool:
     """Whether `hypothesis` is a loop of `source`: `looping_outputs` of one pair."""
-    return has_loop(word_splitter(target_lang)(hypothesis).split()) and not _source_loops(
-        source, source_lang
+    segment = segment_target or word_splitter(target_lang)
+    return has_loop(segment(hypothesis).split()) and not has_loop(
+        word_splitter(source_lang)(source).split()
     )
 
 
@@ -102,7 +108,3 @@ def word_splitter(language: str) -> Callable[[str], str]:
     """Text in `language` with its words, as BLEU cuts them, separated by spaces (loaded once:
     MeCab for Japanese)."""
     return word_bleu(language).tokenizer
-
-
-def _source_loops(source: str, language: str) -> bool:
-    return has_loop(word_splitter(language)(source).split())
