@@ -121,31 +121,53 @@ class CTranslate2Model:
         limits = output_limits(src_mask, cfg.max_len_a, cfg.max_len_b, self.cfg.max_positions)
         limits = limits.tolist()
         results: list[list[Hypothesis]] = [[] for _ in pieces]
+        classes = _by_length_class(pieces, cfg.beam_size)
+        first = [(positions, max(limits[i] for i in positions)) for positions in classes.values()]
         redo: dict[tuple[int, int], list[int]] = defaultdict(list)  # (class, limit) -> positions
-        for length_class, positions in _by_length_class(pieces, cfg.beam_size).items():
-            limit = max(limits[i] for i in positions)
-            for position, nbest in zip(
-                positions, self._search(pieces, positions, cfg, limit), strict=True
-            ):
+        for length_class, (positions, _), searched in zip(
+            classes, first, self._search(pieces, first, cfg), strict=True
+        ):
+            for position, nbest in zip(positions, searched, strict=True):
                 if _ended_before(nbest, limits[position], cfg.beam_size):
                     results[position] = ranked(nbest, cfg.prefer_finished)[: cfg.nbest]
                 else:
                     redo[length_class, limits[position]].append(position)
-        for (_, limit), positions in redo.items():
-            for position, nbest in zip(
-                positions, self._search(pieces, positions, cfg, limit), strict=True
-            ):
+        again = [(positions, limit) for (_, limit), positions in redo.items()]
+        for (positions, _), searched in zip(again, self._search(pieces, again, cfg), strict=True):
+            for position, nbest in zip(positions, searched, strict=True):
                 results[position] = ranked(nbest, cfg.prefer_finished)[: cfg.nbest]
         return results
 
     def _search(
         self,
         pieces: Sequence[Sequence[int]],
-        positions: list[int],
+        searches: Sequence[tuple[list[int], int]],
         cfg: DecodingConfig,
-        limit: int,
-    ) -> list[list[Hypothesis]]:
-        """One `translate_batch` call: every finished hypothesis of each source, best first."""
+    ) -> list[list[list[Hypothesis]]]:
+        """For each (positions, limit), every finished hypothesis of each source, best first.
+
+        The searches are one `translate_batch` call each, all queued before any is awaited: the
+        workers go on to the next search's batches as they come free, instead of waiting at the
+        end of each search for its slowest batch."""
+        queued = [
+            (limit, self._queue(pieces, positions, cfg, limit)) for positions, limit in searches
+        ]
+        return [
+            [
+                [
+                    self._hypothesis(tokens, score, limit)
+                    for tokens, score in zip(output.hypotheses, output.scores, strict=True)
+                ]
+                for output in (result.result() for result in results)
+            ]
+            for limit, results in queued
+        ]
+
+    def _queue(
+        self, pieces: Sequence[Sequence[int]], positions: list[int], cfg: DecodingConfig, limit: int
+    ) -> list[Any]:
+        """The search of `pieces` at `positions` up to `limit` tokens, queued: CTranslate2's
+        `AsyncTranslationResult` of each source."""
         if self.on_workers():
             translator = self.translator
             batching = {
@@ -155,7 +177,7 @@ class CTranslate2Model:
         else:
             translator = self.one_worker() if self.workers > 1 else self.translator
             batching = {"max_batch_size": cfg.batch_tokens, "batch_type": "tokens"}
-        outputs = translator.translate_batch(
+        return translator.translate_batch(
             [self._source(pieces[i]) for i in positions],
             **batching,
             beam_size=cfg.beam_size,
@@ -168,14 +190,8 @@ class CTranslate2Model:
             min_decoding_length=0,
             return_scores=True,
             return_end_token=True,
+            asynchronous=True,
         )
-        return [
-            [
-                self._hypothesis(tokens, score, limit)
-                for tokens, score in zip(output.hypotheses, output.scores, strict=True)
-            ]
-            for output in outputs
-        ]
 
     def on_workers(self) -> bool:
         """Whether searches run on one single-threaded worker per core (a multi-core CPU, unless

@@ -185,8 +185,12 @@ def create_app(
     async def translate(request: TranslateRequest, http: Request) -> TranslateResponse:
         search = check_request(request, limits, service.info.beam)
         batcher.check_room(len(request.texts))  # before tokenizing: a refusal costs nothing
-        # Off the event loop, which keeps answering other requests meanwhile.
-        tokens = await asyncio.to_thread(service.source_tokens, request.texts)
+        if sum(map(len, request.texts)) <= limits.max_chars:
+            # No longer than one text may be: on the event loop, as a hop to a thread and back
+            # costs more than tokenizing it.
+            tokens = service.source_tokens(request.texts)
+        else:  # off the event loop, which keeps answering other requests meanwhile
+            tokens = await asyncio.to_thread(service.source_tokens, request.texts)
         submitted = batcher.submit(search, request.texts, tokens)
         translations = await answer_while_wanted(
             http, submitted, limits.deadline_s, batcher.retry_after_s

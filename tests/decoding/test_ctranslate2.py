@@ -14,6 +14,7 @@ import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -249,6 +250,35 @@ def test_per_core_workers_run_the_same_search_as_one_worker(
     assert engine._one_worker is not None
     assert batches  # the first search ran on the workers
     assert [[h.tokens for h in n] for n in per_core] == [[h.tokens for h in n] for n in one_worker]
+
+
+def test_every_length_classs_search_is_queued_before_any_is_awaited(exported: Path, pieces):
+    """So that a worker that finishes its batches of one class goes on to the next class's."""
+    engine = CTranslate2Model(exported, device="cpu", threads=2)
+    events: list[str] = []
+
+    class Awaited:
+        def __init__(self, pending: Any) -> None:
+            self.pending = pending
+
+        def result(self) -> Any:
+            events.append("await")
+            return self.pending.result()
+
+    class Recording:
+        def __init__(self, translator: Any) -> None:
+            self.translator = translator
+
+        def translate_batch(self, sources: list[list[str]], **options: Any) -> list[Awaited]:
+            events.append("queue")
+            return [Awaited(p) for p in self.translator.translate_batch(sources, **options)]
+
+    engine.translator = Recording(engine.translator)
+    cfg = DecodingConfig(beam_size=4, precision="fp32")
+    classes = len(ctranslate2_engine._by_length_class(pieces, cfg.beam_size))
+    assert classes > 1
+    assert len(engine.decode_pieces(pieces, cfg)) == len(pieces)
+    assert events[: classes + 1] == ["queue"] * classes + ["await"]
 
 
 def test_loading_an_export_leaves_torchs_threads_as_they_were(exported: Path):

@@ -3,6 +3,7 @@ errors, batching."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -157,6 +158,29 @@ def test_a_server_error_shows_no_traceback_and_the_server_goes_on(client, servic
     assert (response.status_code, response.json()) == (500, {"error": SERVER_ERROR})
     assert "secret" not in response.text and "Traceback" not in response.text
     assert app.post("/api/translate", json={"texts": ["hello."]}).status_code == 200
+
+
+def test_a_request_of_one_texts_length_is_counted_on_the_event_loop_a_longer_one_off_it(
+    client, service, monkeypatch
+):
+    on_loop = []
+    count = service.source_tokens
+
+    def recorded(texts: list[str]) -> int:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:  # a worker thread
+            on_loop.append(False)
+        return count(texts)
+
+    monkeypatch.setattr(service, "source_tokens", recorded)
+    app = client(max_chars=40)
+    short, longer = ["the cat sat on the mat."], ["the cat sat on the mat."] * 2
+    assert sum(map(len, longer)) > 40
+    for texts in (short, longer):
+        assert app.post("/api/translate", json={"texts": texts}).status_code == 200
+    assert on_loop == [True, False]
 
 
 def test_concurrent_requests_decode_in_fewer_calls_with_the_same_results(
