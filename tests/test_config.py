@@ -231,13 +231,14 @@ def test_the_kftt_recipe_trains_two_hours_on_either_kftt_corpus_in_either_direct
     assert parse_duration(kftt.training.max_time) == 2 * 3600
     assert kftt.training.eval_every > default.training.eval_every
     assert kftt.decoding.length_penalty < default.decoding.length_penalty
+    assert kftt.model.dropout < default.model.dropout
     assert (kftt.data.name, kyoto_wiki.data.name) == ("kftt", "kyoto_wiki")
     assert kyoto_wiki.training == kftt.training and kyoto_wiki.model == kftt.model
     assert kyoto_wiki.tokenizer == kftt.tokenizer
     for experiment, corpus in (("kftt_ja_en", "kftt"), ("kyoto_wiki_ja_en", "kyoto_wiki")):
         reversed_run = train_config(f"experiment={experiment}")
         assert (reversed_run.data.name, reversed_run.data.direction) == (corpus, "ja-en")
-        assert reversed_run.training == kftt.training
+        assert reversed_run.training == kftt.training and reversed_run.model == kftt.model
         assert reversed_run.decoding.prefer_finished and kftt.decoding.prefer_finished
         assert reversed_run.decoding.length_penalty < kftt.decoding.length_penalty
 
