@@ -231,6 +231,9 @@ class DataConfig(CorpusSource):
     # The numbers a train pair's two sides share become placeholders the model copies, and the
     # translator writes them back (data/placeholders.py). Dev and test stay as written.
     number_placeholders: bool = False
+    # Likewise the names they share, in half of the train pairs; the translator masks the names
+    # the model rarely saw and copies them into its output (data/names.py).
+    name_placeholders: bool = False
 
     def __post_init__(self) -> None:
         if self.mixture:

@@ -15,6 +15,8 @@ import gzip
 import lzma
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
+from itertools import chain
 from pathlib import Path
 from typing import IO
 
@@ -26,6 +28,8 @@ from datasets.exceptions import DatasetGenerationError
 from llm_from_scratch.atomic import is_disk_full
 from llm_from_scratch.data.config import CORPUS_COLUMN, SPLITS, CorpusSource, DataConfig
 from llm_from_scratch.data.mixture import combine
+from llm_from_scratch.data.names import mask_pair as mask_names
+from llm_from_scratch.data.names import name_lexicon
 from llm_from_scratch.data.placeholders import mask_pair
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
@@ -136,15 +140,27 @@ def load_extra_train(cfg: DataConfig, paths: PathsConfig) -> datasets.Dataset | 
 
 def _with_placeholders(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
     """Train `pairs` with the numbers both sides share masked, where `data.number_placeholders`
-    asks for it (data/placeholders.py)."""
-    if not cfg.number_placeholders:
-        return pairs
+    asks for it (data/placeholders.py), and the names, where `data.name_placeholders` does
+    (data/names.py)."""
+    if cfg.number_placeholders:
+        pairs = _masked(pairs, mask_pair, "number placeholders")
+    if cfg.name_placeholders:
+        batches = pairs.select_columns(["src", "tgt"]).iter(batch_size=10_000)
+        lexicon = name_lexicon(
+            chain.from_iterable(zip(b["src"], b["tgt"], strict=True) for b in batches)
+        )
+        pairs = _masked(pairs, partial(mask_names, lexicon=lexicon), "name placeholders")
+    return pairs
 
-    def mask(batch: dict[str, list[str]]) -> dict[str, list[str]]:
-        masked = [mask_pair(src, tgt) for src, tgt in zip(batch["src"], batch["tgt"], strict=True)]
+
+def _masked(
+    pairs: datasets.Dataset, mask: Callable[[str, str], tuple[str, str]], desc: str
+) -> datasets.Dataset:
+    def mask_batch(batch: dict[str, list[str]]) -> dict[str, list[str]]:
+        masked = [mask(src, tgt) for src, tgt in zip(batch["src"], batch["tgt"], strict=True)]
         return {"src": [src for src, _ in masked], "tgt": [tgt for _, tgt in masked]}
 
-    return pairs.map(mask, batched=True, desc="number placeholders")
+    return pairs.map(mask_batch, batched=True, desc=desc)
 
 
 def _in_corpus_style(cfg: CorpusSource, pairs: datasets.Dataset) -> datasets.Dataset:

@@ -193,8 +193,9 @@ def content_settings(cfg: DataConfig) -> dict[str, Any]:
     if not cfg.mixture:
         for key in ("mixture", "temperature", "mixture_seed"):
             del settings[key]
-    if not cfg.number_placeholders:  # the key a run without them had before the setting
-        del settings["number_placeholders"]
+    for key in ("number_placeholders", "name_placeholders"):
+        if not settings[key]:  # the settings a run without them had before the key
+            del settings[key]
     return settings
 
 

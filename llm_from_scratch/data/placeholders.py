@@ -18,7 +18,9 @@ from llm_from_scratch.numbers import Number, find_numbers
 
 # At most this many numbers of a sentence are masked; any after them stay digits.
 PLACEHOLDERS = tuple(chr(0xE000 + k) for k in range(8))
-_INDEX = {placeholder: k for k, placeholder in enumerate(PLACEHOLDERS)}
+# The names a sentence's translation copies (data/names.py), at most this many a sentence.
+NAME_PLACEHOLDERS = tuple(chr(0xE010 + k) for k in range(4))
+_INDEX = {placeholder: k for k, placeholder in enumerate(PLACEHOLDERS + NAME_PLACEHOLDERS)}
 _DROP_PLACEHOLDERS = dict.fromkeys(map(ord, PLACEHOLDERS))
 _FULL_WIDTH = str.maketrans("0123456789,.", "０１２３４５６７８９，．")
 
@@ -61,11 +63,13 @@ def restore_numbers(text: str, numbers: list[str], language: str) -> str:
 
 
 def has_placeholders(text: str) -> bool:
+    """Whether `text` holds a placeholder, of a number or of a name."""
     return any(char in _INDEX for char in text)
 
 
 def keeps_placeholders(source: str, text: str) -> bool:
-    """Whether `text` holds each placeholder of `source` as often as `source` does."""
+    """Whether `text` holds each placeholder of `source` (numbers' and names') as often as
+    `source` does."""
     return Counter(_placeholders(source)) <= Counter(_placeholders(text))
 
 

@@ -40,6 +40,7 @@ from llm_from_scratch.checkpoint import (
     run_model,
 )
 from llm_from_scratch.data.config import CorpusConfig, DataConfig
+from llm_from_scratch.data.names import mask_unseen_names, restore_names
 from llm_from_scratch.data.placeholders import (
     has_placeholders,
     keeps_placeholders,
@@ -94,6 +95,7 @@ class SourceSentence:
     line: int  # the line of the text it is on, from 0
     pieces: list[list[int]]  # its source ids, in pieces the model can take (usually one)
     numbers: list[str] = field(default_factory=list)  # masked by placeholders, in order
+    names: list[str] = field(default_factory=list)  # likewise
 
 
 @dataclass
@@ -146,6 +148,7 @@ def run_data(config: dict[str, Any]) -> DataConfig:
         direction=data.get("direction"),
         corpus=to_schema(data["corpus"], CorpusConfig),
         number_placeholders=data.get("number_placeholders", False),
+        name_placeholders=data.get("name_placeholders", False),
     )
 
 
@@ -216,6 +219,7 @@ class Translator:
         source_lang: str = "en",
         target_lang: str = "ja",
         number_placeholders: bool = False,
+        name_placeholders: bool = False,
     ) -> None:
         self.model = model.eval() if isinstance(model, torch.nn.Module) else model
         self.src_tok = src_tok
@@ -226,6 +230,7 @@ class Translator:
         self.source_style = source_style  # the style of the model's input (data.input_style)
         self.source_lang, self.target_lang = source_lang, target_lang  # the run's data.direction
         self.number_placeholders = number_placeholders  # the run's data.number_placeholders
+        self.name_placeholders = name_placeholders  # the run's data.name_placeholders
         if isinstance(model, CTranslate2Model):
             # The engine's compute type (e.g. int8) was set when it loaded; autocast is torch's.
             self.device = torch.device(model.device)
@@ -281,6 +286,7 @@ class Translator:
             joiner_for(data.target_lang),
             source_style=data.input_style if source_style is None else source_style,
             number_placeholders=data.number_placeholders,
+            name_placeholders=data.name_placeholders,
             checkpoints=restored.checkpoints,
             source_lang=data.source_lang,
             target_lang=data.target_lang,
@@ -329,6 +335,7 @@ class Translator:
             joiner_for(data.target_lang),
             source_style=data.input_style if source_style is None else source_style,
             number_placeholders=data.number_placeholders,
+            name_placeholders=data.name_placeholders,
             source_lang=data.source_lang,
             target_lang=data.target_lang,
             checkpoints=[
@@ -355,6 +362,7 @@ class Translator:
             source_lang=self.source_lang,
             target_lang=self.target_lang,
             number_placeholders=self.number_placeholders,
+            name_placeholders=self.name_placeholders,
         )
 
     def translate(self, texts: Sequence[str]) -> list[Translation]:
@@ -498,10 +506,16 @@ class Translator:
                 styled, numbers = prepare_source(sentence, self.source_style), []
                 if self.number_placeholders:
                     styled, numbers = mask_numbers(styled)
+                names: list[str] = []
+                if self.name_placeholders:
+                    styled, names = mask_unseen_names(styled, self._token_count)
                 # No pieces: only characters the tokenizer's normalization removes.
                 if pieces := self._pieces(styled):
-                    sentences.append(SourceSentence(sentence, line, pieces, numbers))
+                    sentences.append(SourceSentence(sentence, line, pieces, numbers, names))
         return sentences
+
+    def _token_count(self, text: str) -> int:
+        return len(self.src_tok.encode(text))
 
     def _pieces(self, text: str) -> list[list[int]]:
         """Source ids of `text` in the pieces it is decoded in: its clauses packed into pieces of
@@ -584,6 +598,8 @@ class Translator:
         text = self.joiner.join(texts)
         if self.number_placeholders:
             text = restore_numbers(text, source.numbers, self.target_lang)
+        if self.name_placeholders:
+            text = restore_names(text, source.names)
         return SentenceTranslation(
             text=repair_numbers(source.text, text) if self.decode.repair_numbers else text,
             tokens=[token for h in hyps for token in h.tokens],

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from llm_from_scratch.data.names import restore_names
 from llm_from_scratch.data.placeholders import restore_numbers
 from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
 from llm_from_scratch.decoding.translator import (
@@ -177,10 +178,12 @@ class TranslationService:
             layers = list(range(1, len(weights) + 1))
 
         def labels(tok: BPETokenizer, tokens: list[int], language: str) -> list[str]:
-            """Each token's text; a number placeholder's as the number it stands for."""
+            """Each token's text; a placeholder's as the number or name it stands for."""
             texts = [tok.token_text(token) for token in tokens]
             if self.translator.number_placeholders:
                 texts = [restore_numbers(text, source.numbers, language) for text in texts]
+            if self.translator.name_placeholders:
+                texts = [restore_names(text, source.names) for text in texts]
             return [piece_label(text) for text in texts]
 
         return Alignment(

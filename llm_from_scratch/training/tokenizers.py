@@ -20,7 +20,7 @@ import datasets
 from llm_from_scratch.atomic import build_lock
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.corpus import load_split
-from llm_from_scratch.data.placeholders import PLACEHOLDERS
+from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, PLACEHOLDERS
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
@@ -74,8 +74,9 @@ def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
         "tokenizer": asdict(tok_cfg),
         "pattern": PRETOKENIZERS[tok_cfg.pretokenizer],
     }
-    if data_cfg.number_placeholders:  # the train texts hold them
-        settings["number_placeholders"] = True
+    for key in ("number_placeholders", "name_placeholders"):
+        if getattr(data_cfg, key):  # the train texts hold them
+            settings[key] = True
     if data_cfg.mixture:
         # The union of the members' pairs, whatever their weights: a change of weights keeps it.
         settings["mixture"] = {
@@ -122,7 +123,9 @@ def load_or_train_tokenizers(
 
     source_lang, target_lang = data_cfg.source_lang, data_cfg.target_lang
     # Rare as they are, each placeholder must be a token of its own on both sides.
-    required = PLACEHOLDERS if data_cfg.number_placeholders else ()
+    required = (PLACEHOLDERS if data_cfg.number_placeholders else ()) + (
+        NAME_PLACEHOLDERS if data_cfg.name_placeholders else ()
+    )
     if tok_cfg.shared:
         shared = _load_or_train(
             src_path,

@@ -355,6 +355,27 @@ def test_a_placeholder_model_reads_masked_numbers_and_writes_them_back(
     assert translation.text == expected  # full-width digits in Japanese
 
 
+def test_a_name_placeholder_model_copies_the_names_it_rarely_saw(
+    copy_model, tokenizer, monkeypatch
+):
+    searched = []
+
+    def search(model, pieces, *args):
+        searched.extend(pieces)
+        return answering(tokenizer, "\ue010は\ue000時に来た。")(model, pieces)
+
+    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    translator = Translator(
+        copy_model, tokenizer, tokenizer, GREEDY, number_placeholders=True, name_placeholders=True
+    )
+    [translation] = translator.translate(["The cat Quixbury came at 5."])
+    # `The` and `cat` are pieces of the tokenizer's own; `Quixbury` it spells letter by letter.
+    assert searched == [tokenizer.encode("The cat \ue010 came at \ue000.")]
+    assert translation.text == "Quixburyは５時に来た。"
+    without = Translator(copy_model, tokenizer, tokenizer, GREEDY, number_placeholders=True)
+    assert without.sentences("The cat Quixbury came at 5.")[0].names == []
+
+
 def test_of_the_hypotheses_that_keep_the_numbers_one_without_a_placeholder_twice_comes_first(
     copy_model, tokenizer, monkeypatch
 ):
@@ -433,7 +454,7 @@ def test_a_ja_en_checkpoint_reads_raw_japanese_and_writes_spaced_english(tokeniz
     assert (backward.joiner, backward.source_style) == (" ", "raw")
 
 
-def test_every_way_of_loading_a_placeholder_run_masks_its_numbers(tokenizer, tmp_path):
+def test_every_way_of_loading_a_placeholder_run_masks_its_numbers_and_names(tokenizer, tmp_path):
     plain = save_tiny_checkpoint(tmp_path / "a.pt", tokenizer)
     masked = save_tiny_checkpoint(tmp_path / "b.pt", tokenizer, ["data.number_placeholders=true"])
     assert not Translator.from_checkpoint(plain).number_placeholders
@@ -442,6 +463,9 @@ def test_every_way_of_loading_a_placeholder_run_masks_its_numbers(tokenizer, tmp
     assert translator.with_decoding(dataclasses.replace(GREEDY, beam_size=2)).number_placeholders
     config = evaluate_cli.load_config([f"checkpoint={masked}"])
     assert evaluate_cli._load_translator(config, masked, {})[0].number_placeholders
+    names = save_tiny_checkpoint(tmp_path / "c.pt", tokenizer, ["data.name_placeholders=true"])
+    assert not Translator.from_checkpoint(plain).name_placeholders
+    assert Translator.from_checkpoint(names).with_decoding(GREEDY).name_placeholders
 
 
 def test_a_checkpoint_from_before_directions_translates_its_corpus_order(tokenizer, tmp_path):
