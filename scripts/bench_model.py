@@ -5,14 +5,15 @@ output projection, so their parameter counts match exactly; they train on the sa
 the precision training would pick here (`training.precision=auto`: bf16 autocast where the CPU's
 bf16 matrix products beat fp32's, else fp32; `--precision` overrides), timed alternately in this
 one process (median of the iterations after a warm-up).
-Twice: with the config's dropout, where ours drops out only embeddings and sublayer outputs (the
+Twice: with dropout (`--dropout`, the paper's 0.1 by default: `model=small` trains without, and
+0 would leave nothing to compare), where ours drops out only embeddings and sublayer outputs (the
 paper) and nn.Transformer also attention weights and the feed-forward hidden layer; and with
 dropout 0, the pure compute; and ours once more with torch's dropout in place of our cheaper CPU
 mask (`llm_from_scratch.model.dropout`); and once more with aten's `F.cross_entropy` in place of
 our fused CPU loss (`llm_from_scratch.training.loss`); and once more with SDPA's fused attention
 kernel in place of the kernel `model.attention.attend` picks. Then, at a second shape
 (`--long-shape`, KFTT's sentence lengths by default), ours against ours with SDPA's attention and
-nn.Transformer, with the config's dropout. A step is forward, the trainer's
+nn.Transformer, with that dropout. A step is forward, the trainer's
 label-smoothed loss, backward and the trainer's (fused) AdamW update. MFU is
 6 · parameters · tokens / time over the peak matrix-multiply rate at that precision, measured here
 in the same process (a large GEMM), since a 2-core cloud CPU has no published peak. In an
@@ -21,8 +22,8 @@ side: encoder weights × source tokens + (decoder weights + output projection) �
 embedding lookups do no multiplications and are left out. Also prints the parameter count of
 every `configs/model/*.yaml`.
 
-    python scripts/bench_model.py [--model small] [--batch 64] [--src-len 24] [--tgt-len 24]
-        [--long-shape 32x60+60] [--precision auto|bf16|fp32] [--table-rows]
+    python scripts/bench_model.py [--model small] [--dropout 0.1] [--batch 64] [--src-len 24]
+        [--tgt-len 24] [--long-shape 32x60+60] [--precision auto|bf16|fp32] [--table-rows]
 """
 
 from __future__ import annotations
@@ -193,6 +194,9 @@ def operator_group(name: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="small", help="a configs/model/*.yaml name")
+    parser.add_argument(
+        "--dropout", type=float, default=0.1, help="the dropout of the rows timed with it"
+    )
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--src-len", type=int, default=24)
     parser.add_argument("--tgt-len", type=int, default=24)
@@ -231,7 +235,7 @@ def main() -> None:
         print(f"| {name} | {model.num_parameters():,} |", file=details)
 
     torch.manual_seed(0)
-    cfg = load_config(args.model)
+    cfg = replace(load_config(args.model), dropout=args.dropout)
     models: dict[str, nn.Module] = {}
     for dropout in (cfg.dropout, 0.0):
         variant = replace(cfg, dropout=dropout)

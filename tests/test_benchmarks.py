@@ -64,7 +64,9 @@ def test_the_profile_names_the_operators_of_the_dropout_mask_and_of_the_loss():
     bench_model = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench_model)
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(ModelConfig(d_model=16, n_heads=2, d_ff=32), 50, 50, 0).train()
+    model = Seq2SeqTransformer(
+        ModelConfig(d_model=16, n_heads=2, d_ff=32, dropout=0.1), 50, 50, 0
+    ).train()
     optimizer = torch.optim.AdamW(model.parameters())
     precision = select_precision("fp32", torch.device("cpu"))
     src, tgt = torch.randint(1, 50, (2, 5)), torch.randint(1, 50, (2, 6))

@@ -16,7 +16,7 @@ class ModelConfig:
     n_encoder_layers: int = 3
     n_decoder_layers: int = 3
     d_ff: int = 1024
-    dropout: float = 0.1  # on embeddings and every sublayer output, the paper's P_drop
+    dropout: float = 0.0  # on embeddings and every sublayer output, the paper's P_drop
     activation: str = "relu"
     norm_first: bool = True  # pre-LN; False reproduces the paper's post-LN
     tie_embeddings: bool = True  # decoder input/output; all three when the vocabulary is shared
