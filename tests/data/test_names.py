@@ -8,7 +8,6 @@ import dataclasses
 import pytest
 
 from llm_from_scratch.data.corpus import load_split
-from llm_from_scratch.data.datamodule import cache_key, content_settings
 from llm_from_scratch.data.names import (
     UNSEEN_PIECES,
     mask_pair,
@@ -17,8 +16,6 @@ from llm_from_scratch.data.names import (
     restore_names,
 )
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, keeps_placeholders
-from llm_from_scratch.tokenizer.config import TokenizerConfig
-from llm_from_scratch.training.tokenizers import tokenizer_settings
 
 N0, N1 = NAME_PLACEHOLDERS[:2]
 PAIRS = [
@@ -116,14 +113,3 @@ def test_only_the_train_split_is_masked_and_only_when_asked(tmp_path, local_conf
         "src": [src for src, _ in PAIRS],
         "tgt": [tgt for _, tgt in PAIRS],
     }
-
-
-def test_name_placeholders_change_the_cache_key_and_the_tokenizers_and_nothing_without(
-    tiny_enja, tiny_paths, word_tokenizer
-):
-    key = cache_key(tiny_enja, word_tokenizer, word_tokenizer, tiny_paths)
-    masked = dataclasses.replace(tiny_enja, name_placeholders=True)
-    assert cache_key(masked, word_tokenizer, word_tokenizer, tiny_paths) != key
-    assert "name_placeholders" not in content_settings(tiny_enja)  # a cache built before
-    assert "name_placeholders" not in tokenizer_settings(tiny_enja, TokenizerConfig())
-    assert tokenizer_settings(masked, TokenizerConfig())["name_placeholders"]

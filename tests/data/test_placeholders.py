@@ -16,6 +16,8 @@ from llm_from_scratch.data.placeholders import (
     mask_pair,
     restore_numbers,
 )
+from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.training.tokenizers import tokenizer_settings
 
 P0, P1, P2, P3, P4, P5 = PLACEHOLDERS[:6]
 
@@ -89,10 +91,13 @@ def test_only_the_train_split_is_masked_and_only_when_asked(tiny_enja, tiny_path
         )
 
 
-def test_placeholders_change_the_cache_key_and_leave_it_as_it_was_without(
-    tiny_enja, tiny_paths, word_tokenizer
+@pytest.mark.parametrize("setting", ["number_placeholders", "name_placeholders"])
+def test_placeholders_change_the_cache_key_and_tokenizers_and_leave_them_as_they_were_without(
+    tiny_enja, tiny_paths, word_tokenizer, setting
 ):
     key = cache_key(tiny_enja, word_tokenizer, word_tokenizer, tiny_paths)
-    masked = dataclasses.replace(tiny_enja, number_placeholders=True)
+    masked = dataclasses.replace(tiny_enja, **{setting: True})
     assert cache_key(masked, word_tokenizer, word_tokenizer, tiny_paths) != key
-    assert "number_placeholders" not in content_settings(tiny_enja)  # a cache built before
+    assert setting not in content_settings(tiny_enja)  # a cache built before
+    assert setting not in tokenizer_settings(tiny_enja, TokenizerConfig())
+    assert tokenizer_settings(masked, TokenizerConfig())[setting]
