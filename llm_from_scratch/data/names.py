@@ -40,8 +40,8 @@ _AFTER_SENTENCE = re.compile(r"[.!?:]['\"”’)\]]*\s+[\"'“‘(\[]*$")
 UNSEEN_PIECES = 3
 _DROP_NAME_PLACEHOLDERS = dict.fromkeys(map(ord, NAME_PLACEHOLDERS))
 _NAME_INDEX = {placeholder: k for k, placeholder in enumerate(NAME_PLACEHOLDERS)}
-# A word and a katakana run pair up when they occur together this often, in at least this
-# share (Dice coefficient) of the pairs that hold either.
+# A word and a katakana run pair up when they occur together in this many pairs, and their
+# Dice coefficient (2 x those pairs / (the word's pairs + the run's pairs)) is at least this.
 _MIN_PAIRS = 3
 _MIN_DICE = 0.5
 
