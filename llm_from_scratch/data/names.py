@@ -24,7 +24,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS
+from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, mask_spans
 
 # A capitalized word of Latin letters (`NASA`, `McDonald`), not part of a longer word.
 _NAME = re.compile(r"(?<![\w'’-])[A-Z][A-Za-z]+(?![\w'’-])")
@@ -80,7 +80,10 @@ def mask_pair(source: str, target: str, lexicon: dict[str, str]) -> tuple[str, s
         if span:
             source_spans.append(match.span())
             target_spans.append(span)
-    return _masked(source, source_spans), _masked(target, target_spans)
+    return (
+        mask_spans(source, source_spans, NAME_PLACEHOLDERS),
+        mask_spans(target, target_spans, NAME_PLACEHOLDERS),
+    )
 
 
 def mask_unseen_names(text: str, pieces: Callable[[str], int]) -> tuple[str, list[str]]:
@@ -102,7 +105,7 @@ def mask_unseen_names(text: str, pieces: Callable[[str], int]) -> tuple[str, lis
         if min(map(pieces, spellings)) >= UNSEEN_PIECES:
             spans.append(match.span())
             names.append(name)
-    return _masked(text, spans), names
+    return mask_spans(text, spans, NAME_PLACEHOLDERS), names
 
 
 def restore_names(text: str, names: list[str]) -> str:
@@ -136,14 +139,3 @@ def _find(
         if match.group() == wanted and match.span() not in taken:
             return match.span()
     return None
-
-
-def _masked(text: str, spans: list[tuple[int, int]]) -> str:
-    """`text` with the k-th span of `spans` replaced by the k-th name placeholder."""
-    parts, position = [], 0
-    for placeholder, (start, end) in sorted(
-        zip(NAME_PLACEHOLDERS, spans, strict=False), key=lambda pair: pair[1][0]
-    ):
-        parts += [text[position:start], placeholder]
-        position = end
-    return "".join(parts) + text[position:]

@@ -77,12 +77,18 @@ def _placeholders(text: str) -> list[str]:
     return [char for char in text if char in _INDEX]
 
 
-def _masked(text: str, numbers: list[Number]) -> str:
-    """`text` with the k-th number of `numbers` replaced by the k-th placeholder."""
+def mask_spans(text: str, spans: list[tuple[int, int]], placeholders: tuple[str, ...]) -> str:
+    """`text` with its k-th span (`text[start:end]`, spans not overlapping, in any order)
+    replaced by the k-th of `placeholders`; spans past the last placeholder stay as written."""
     parts, position = [], 0
-    for placeholder, number in sorted(
-        zip(PLACEHOLDERS, numbers, strict=False), key=lambda pair: pair[1].start
+    for placeholder, (start, end) in sorted(
+        zip(placeholders, spans, strict=False), key=lambda pair: pair[1][0]
     ):
-        parts += [text[position : number.start], placeholder]
-        position = number.end
+        parts += [text[position:start], placeholder]
+        position = end
     return "".join(parts) + text[position:]
+
+
+def _masked(text: str, numbers: list[Number]) -> str:
+    """`text` with the k-th number of `numbers` replaced by the k-th number placeholder."""
+    return mask_spans(text, [(number.start, number.end) for number in numbers], PLACEHOLDERS)
