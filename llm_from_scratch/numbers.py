@@ -2,11 +2,14 @@
 
 The one notion of a number for the metric (`evaluation/fidelity.py`: does an output keep its
 source's numbers?), for the repair (`decoding/number_repair.py`: put back those it lost) and for
-the placeholders a model can be trained with (`data/placeholders.py`). A number is
-digits with optional thousands groups and an optional decimal part, in ASCII or full-width form:
-`1,200`, `1200` and `１，２００` are one number. Text is read NFKC-normalized (full-width ０-９
-and ，． become ASCII), character by character so that each number keeps its place in the text
-as given. Numbers written in kanji (三時, 千二百円) are not numbers here.
+the placeholders a model can be trained with (`data/placeholders.py`). A number is digits with
+optional thousands groups and an optional decimal part, in ASCII or full-width form: `1,200`,
+`1200` and `１，２００` are one number. A phone number, three or more groups of digits joined by
+hyphens or dashes (`03-1234-5678`, `０１２０―００―００００`), is one number too, kept only if
+kept whole; a date written `2024-05-01` is three (its Japanese is 2024年5月1日). Text is read
+NFKC-normalized (full-width ０-９ and ，． become ASCII), character by character so that each
+number keeps its place in the text as given. Numbers written in kanji (三時, 千二百円) are not
+numbers here.
 """
 
 from __future__ import annotations
@@ -15,9 +18,18 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-# Digits with optional thousands groups, then an optional decimal part. A comma not followed by
-# exactly three digits ("In 1995, 20 people") or a period ending a sentence is not part of it.
-_NUMBER = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?")
+# A phone number: 3+ digit groups joined by hyphens or dashes (Japanese text writes ―, ‐ or even
+# the long-vowel mark ー between them), not a year-month-day date.
+_DASH = "-‐‑–—―ー"
+_DATE = rf"\d{{4}}[{_DASH}]\d{{1,2}}[{_DASH}]\d{{1,2}}(?![{_DASH}]?\d)"
+_PHONE = rf"(?!{_DATE})\d+(?:[{_DASH}]\d+){{2,}}"
+# Otherwise digits with optional thousands groups, then an optional decimal part. A comma not
+# followed by exactly three digits ("In 1995, 20 people") or a period ending a sentence is not
+# part of it.
+_NUMBER = re.compile(
+    rf"(?<![\d.])(?:(?P<phone>{_PHONE})|(?P<whole>\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.(?P<fraction>\d+))?)"
+)
+_DASHES = str.maketrans(dict.fromkeys(_DASH, "-"))
 
 
 @dataclass(frozen=True)
@@ -26,7 +38,8 @@ class Number:
 
     start: int  # where it is in the text as given: text[start:end]
     end: int
-    value: str  # canonical: ASCII, no thousands separators or leading zeros (`05` is `5`)
+    value: str  # canonical: ASCII, no thousands separators or leading zeros (`05` is `5`); a
+    # phone number's digits as written, its groups joined by `-`
     grouped: bool  # written with thousands separators
 
 
@@ -35,9 +48,12 @@ def find_numbers(text: str) -> list[Number]:
     normalized, origins = _normalized_with_origins(text)
     found = []
     for match in _NUMBER.finditer(normalized):
-        whole, fraction = match.groups()
-        value = (whole.replace(",", "").lstrip("0") or "0") + (f".{fraction}" if fraction else "")
         start, end = origins[match.start()], origins[match.end() - 1] + 1
+        if phone := match["phone"]:
+            found.append(Number(start, end, phone.translate(_DASHES), grouped=False))
+            continue
+        whole, fraction = match["whole"], match["fraction"]
+        value = (whole.replace(",", "").lstrip("0") or "0") + (f".{fraction}" if fraction else "")
         found.append(Number(start, end, value, grouped="," in whole))
     return found
 

@@ -22,6 +22,10 @@ from llm_from_scratch.numbers import Number, find_numbers, numbers
         ("We meet at 3:05 p.m. on 2024-05-01.", ["3", "5", "2024", "5", "1"]),
         ("午後3時5分", ["3", "5"]),
         ("1,234,567.89 and 1,2,3", ["1234567.89", "1", "2", "3"]),
+        # A phone number is one number, its leading zero kept, whatever dashes join its groups.
+        ("Call 03-1234-5678 or ０１２０―００―００００.", ["03-1234-5678", "0120-00-0000"]),
+        ("２１２ー８３６ー１７２５に電話", ["212-836-1725"]),
+        ("pages 10-20, 1-800-446-2581", ["10", "20", "1-800-446-2581"]),
         ("三時に千二百円", []),  # kanji numerals are not counted
         ("no numbers here", []),
     ],

@@ -34,6 +34,7 @@ from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokeni
 from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.corpus import load_extra_train, load_splits
 from llm_from_scratch.data.mixture import kept_per_corpus, resample, sample_sizes
+from llm_from_scratch.data.placeholders import NUMBER_MASKING
 from llm_from_scratch.data.protocols import Tokenizer
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
@@ -196,6 +197,8 @@ def content_settings(cfg: DataConfig) -> dict[str, Any]:
     for key in ("number_placeholders", "name_placeholders"):
         if not settings[key]:  # the settings a run without them had before the key
             del settings[key]
+    if cfg.number_placeholders:
+        settings["number_masking"] = NUMBER_MASKING
     return settings
 
 

@@ -16,13 +16,17 @@ from collections import Counter
 
 from llm_from_scratch.numbers import Number, find_numbers
 
+# What a train pair's number masking does, for the keys of the caches and tokenizers built from
+# masked text: bumped when it changes (2: a phone number is one number), so that none built
+# before is reused.
+NUMBER_MASKING = 2
 # At most this many numbers of a sentence are masked; any after them stay digits.
 PLACEHOLDERS = tuple(chr(0xE000 + k) for k in range(8))
 # The names a sentence's translation copies (data/names.py), at most this many a sentence.
 NAME_PLACEHOLDERS = tuple(chr(0xE010 + k) for k in range(4))
 _INDEX = {placeholder: k for k, placeholder in enumerate(PLACEHOLDERS + NAME_PLACEHOLDERS)}
 _DROP_PLACEHOLDERS = dict.fromkeys(map(ord, PLACEHOLDERS))
-_FULL_WIDTH = str.maketrans("0123456789,.", "０１２３４５６７８９，．")
+_FULL_WIDTH = str.maketrans("0123456789,.-", "０１２３４５６７８９，．－")
 
 
 def mask_pair(source: str, target: str) -> tuple[str, str]:
@@ -52,8 +56,8 @@ def mask_numbers(text: str) -> tuple[str, list[str]]:
 
 def restore_numbers(text: str, numbers: list[str], language: str) -> str:
     """`text`, in `language`, with each placeholder written back as its number (in Japanese in
-    full-width digits and separators, as the corpora write them); a placeholder with no number
-    (the model wrote one its source lacks) is dropped."""
+    full-width digits, separators and a phone number's hyphens, as the corpora write them); a
+    placeholder with no number (the model wrote one its source lacks) is dropped."""
     if language == "ja":
         numbers = [number.translate(_FULL_WIDTH) for number in numbers]
     written = {

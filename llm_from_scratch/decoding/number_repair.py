@@ -22,7 +22,7 @@ from collections import Counter
 
 from llm_from_scratch.numbers import Number, find_numbers
 
-_FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+_FULL_WIDTH = str.maketrans("0123456789-", "０１２３４５６７８９－")
 _KANJI_UNITS = re.compile(r"[十百千万億兆]+")
 _SCALE_WORD = re.compile(r"\s*(?:thousand|million|billion|trillion)\b", re.IGNORECASE)
 
@@ -74,6 +74,8 @@ def _unmatched(numbers: list[Number], others: list[Number]) -> list[Number]:
 def _written_like(number: Number, model: str) -> str:
     """`number`'s value written in the style of `model`, the text of the number it replaces."""
     full_width = any("０" <= char <= "９" for char in model)
+    if "-" in number.value:  # a phone number: its groups as the source writes them
+        return number.value.translate(_FULL_WIDTH) if full_width else number.value
     marks = {unicodedata.normalize("NFKC", char): char for char in model if not char.isdigit()}
     whole, _, fraction = number.value.partition(".")
     model_whole = model.split(marks.get(".", "."))[0]

@@ -20,7 +20,7 @@ import datasets
 from llm_from_scratch.atomic import build_lock
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.corpus import load_split
-from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, PLACEHOLDERS
+from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, NUMBER_MASKING, PLACEHOLDERS
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
@@ -77,6 +77,8 @@ def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
     for key in ("number_placeholders", "name_placeholders"):
         if getattr(data_cfg, key):  # the train texts hold them
             settings[key] = True
+    if data_cfg.number_placeholders:
+        settings["number_masking"] = NUMBER_MASKING
     if data_cfg.mixture:
         # The union of the members' pairs, whatever their weights: a change of weights keeps it.
         settings["mixture"] = {

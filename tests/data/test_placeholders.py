@@ -38,6 +38,12 @@ P0, P1, P2, P3, P4, P5 = PLACEHOLDERS[:6]
             (f"It cost {P0} yen in {P1} and 1995.", f"{P1}年には{P0}円だった。"),
         ),
         ("No numbers.", "数字はない。", ("No numbers.", "数字はない。")),
+        # A phone number, whatever dashes the target writes it with.
+        (
+            "Call 1-800-446-2581 today.",
+            "今日１―８００―４４６―２５８１に電話して。",
+            (f"Call {P0} today.", f"今日{P0}に電話して。"),
+        ),
         ("2 million", "200万", ("2 million", "200万")),  # scaled: not the same digits
     ],
 )
@@ -46,13 +52,14 @@ def test_a_train_pair_masks_the_numbers_both_sides_write(source, target, masked)
 
 
 def test_an_input_masks_every_number_and_gets_each_back_as_written():
-    text = "Call 03-1234-5678 at 7:45 for 4.50 dollars."
+    text = "Call 03-1234-5678 at 7:45 for 4.50 dollars on 2024-05-01."
     masked, numbers = mask_numbers(text)
-    assert masked == f"Call {P0}-{P1}-{P2} at {P3}:{P4} for {P5} dollars."
-    assert numbers == ["03", "1234", "5678", "7", "45", "4.50"]
+    # A phone number is one placeholder, a date's numbers one each.
+    assert masked == f"Call {P0} at {P1}:{P2} for {P3} dollars on {P4}-{P5}-{PLACEHOLDERS[6]}."
+    assert numbers == ["03-1234-5678", "7", "45", "4.50", "2024", "05", "01"]
     assert restore_numbers(masked, numbers, "en") == text
-    assert restore_numbers(f"{P1}と{P0}、{P2}", ["1,200", "3.5", "7"], "ja") == (
-        "３．５と１，２００、７"
+    assert restore_numbers(f"{P1}と{P0}、{P2}に{P3}", ["1,200", "3.5", "7", "03-1234"], "ja") == (
+        "３．５と１，２００、７に０３－１２３４"
     )
 
 

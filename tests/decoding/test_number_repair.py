@@ -39,6 +39,8 @@ from llm_from_scratch.numbers import numbers
             "７時から４５時まで、９時３０分。",
         ),
         ("I have 2 brothers and 1 sister.", "兄弟が２人、姉妹が２人。", "兄弟が２人、姉妹が１人。"),
+        # A phone number is set back whole, in the translation's digits.
+        ("Call 03-1234-5678.", "０３－１２３４－５６７９へ。", "０３－１２３４－５６７８へ。"),
     ],
 )
 def test_changed_numbers_are_set_back(source: str, translation: str, repaired: str) -> None:
@@ -56,6 +58,7 @@ def test_changed_numbers_are_set_back(source: str, translation: str, repaired: s
         ("In 1995.", "１９９５年、２人。"),  # an extra number, none missing: left in
         ("2 million people came.", "200万人が来た。"),  # a scale word: other digits in Japanese
         ("Hello.", "こんにちは。"),
+        ("Call 03-1234-5678.", "03-1234に電話。"),  # two numbers for one: no guess
     ],
 )
 def test_what_cannot_be_repaired_safely_is_left_alone(source: str, translation: str) -> None:
