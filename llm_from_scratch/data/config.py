@@ -234,6 +234,10 @@ class DataConfig(CorpusSource):
     # Likewise the names they share, in half of the train pairs; the translator masks the names
     # the model rarely saw and copies them into its output (data/names.py).
     name_placeholders: bool = False
+    # A train pair of several sentences, as many on each side, also gives each of its sentence
+    # pairs as a pair of its own: the translator translates a line sentence by sentence, and a
+    # greeting (`Hello.`) is seldom a line of its own in a corpus. Dev and test stay as written.
+    sentence_pairs: bool = False
 
     def __post_init__(self) -> None:
         if self.mixture:

@@ -31,6 +31,7 @@ from llm_from_scratch.data.mixture import combine
 from llm_from_scratch.data.names import mask_pair as mask_names
 from llm_from_scratch.data.names import name_lexicon
 from llm_from_scratch.data.placeholders import mask_pair
+from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
@@ -88,10 +89,16 @@ def load_splits(
     for split in splits:
         if split not in SPLITS:
             raise CorpusError(f"unknown split {split!r}: expected train, dev or test")
+
+    def read_one(member: CorpusSource, split: str) -> datasets.Dataset:
+        pairs = read_split(member, split, paths)
+        # Before the mixture's deduplication, which then covers the sentence pairs too.
+        return _with_sentence_pairs(pairs) if cfg.sentence_pairs and split == "train" else pairs
+
     if cfg.mixture:
-        read, removed = combine(cfg, splits, lambda member, split: read_split(member, split, paths))
+        read, removed = combine(cfg, splits, read_one)
     else:
-        read, removed = {split: read_split(cfg, split, paths) for split in splits}, {}
+        read, removed = {split: read_one(cfg, split) for split in splits}, {}
     pairs = {split: _in_direction(cfg, split_pairs) for split, split_pairs in read.items()}
     if "train" in pairs:  # dev and test are scored on the text as written
         pairs["train"] = _with_placeholders(cfg, pairs["train"])
@@ -136,6 +143,25 @@ def load_extra_train(cfg: DataConfig, paths: PathsConfig) -> datasets.Dataset | 
         parts.append(_read_aligned(paths, *files))
     pairs = _in_corpus_style(cfg, datasets.concatenate_datasets(parts))
     return _with_placeholders(cfg, _in_direction(cfg, pairs))
+
+
+def _with_sentence_pairs(pairs: datasets.Dataset) -> datasets.Dataset:
+    """`pairs` followed by the sentence pairs of each pair whose two sides split into as many
+    sentences, more than one (`data.sentence_pairs`)."""
+
+    def sentence_pairs(batch: dict[str, list[str]]) -> dict[str, list[str]]:
+        sources, targets = [], []
+        for source, target in zip(batch["src"], batch["tgt"], strict=True):
+            in_source, in_target = split_sentences(source), split_sentences(target)
+            if len(in_source) > 1 and len(in_source) == len(in_target):
+                sources += in_source
+                targets += in_target
+        return {"src": sources, "tgt": targets}
+
+    added = pairs.select_columns(["src", "tgt"]).map(
+        sentence_pairs, batched=True, desc="sentence pairs"
+    )
+    return datasets.concatenate_datasets([pairs.select_columns(["src", "tgt"]), added])
 
 
 def _with_placeholders(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:

@@ -194,7 +194,7 @@ def content_settings(cfg: DataConfig) -> dict[str, Any]:
     if not cfg.mixture:
         for key in ("mixture", "temperature", "mixture_seed"):
             del settings[key]
-    for key in ("number_placeholders", "name_placeholders"):
+    for key in ("number_placeholders", "name_placeholders", "sentence_pairs"):
         if not settings[key]:  # the settings a run without them had before the key
             del settings[key]
     if cfg.number_placeholders:

@@ -85,7 +85,7 @@ class TrainingConfig:
     # A wall-clock budget (`1800`, `30m`, `1h`), setup included, that the run's schedule is
     # planned to fit (training/budget.py); null trains exactly `max_steps` on any machine.
     max_time: str | None = "30m"
-    lr: float = 1e-3
+    lr: float = 2e-3
     weight_decay: float = 0.01
     schedule: str = "cosine"
     warmup_steps: int = 600

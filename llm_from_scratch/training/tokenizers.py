@@ -74,8 +74,8 @@ def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
         "tokenizer": asdict(tok_cfg),
         "pattern": PRETOKENIZERS[tok_cfg.pretokenizer],
     }
-    for key in ("number_placeholders", "name_placeholders"):
-        if getattr(data_cfg, key):  # the train texts hold them
+    for key in ("number_placeholders", "name_placeholders", "sentence_pairs"):
+        if getattr(data_cfg, key):  # the train texts hold them (or more of some sentences)
             settings[key] = True
     if data_cfg.number_placeholders:
         settings["number_masking"] = NUMBER_MASKING

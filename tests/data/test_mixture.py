@@ -231,3 +231,30 @@ def test_everyday_mix_composes_its_members_from_their_configs(train_config):
     # The resolved config, as a checkpoint stores it, holds everything to rebuild the data.
     assert to_schema(to_data(data), DataConfig) == data
     assert dataclasses.asdict(data)["mixture"]["tanaka_graded"]["files"][0]["bytes"] == 14386032
+
+
+@pytest.mark.slow
+def test_sentence_pairs_join_train_before_deduplication(two_corpora):
+    write(
+        Path(two_corpora.raw_dir),
+        "beta",
+        {
+            **BETA,
+            "train.tsv": (
+                "Hello. I like cats.\tこんにちは。猫が好きです。\n"  # two sentence pairs more
+                "Stop it! Why?\tやめて！\n"  # two sentences, one: no sentence pairs
+                # Sentences of alpha's test and beta's dev: held_out_overlap, as whole pairs are.
+                "She is tall. He is here.\t彼女は背が高い。彼はここにいる。\n"
+            ),
+        },
+    )
+    plain = load_split(mixture(), "train", two_corpora)
+    train = load_split(mixture(sentence_pairs=True), "train", two_corpora)
+    assert train["src"][: len(plain)] == plain["src"][:]  # the whole pairs stay
+    assert list(zip(train["src"][len(plain) :], train["tgt"][len(plain) :], strict=True)) == [
+        ("Hello.", "こんにちは。"),
+        ("I like cats.", "猫が好きです。"),
+    ]
+    assert train["corpus"][len(plain) :] == ["beta", "beta"]
+    dev = load_split(mixture(sentence_pairs=True), "dev", two_corpora)
+    assert dev["src"][:] == ["Good morning.", "He is here."]  # held-out splits as written

@@ -98,8 +98,8 @@ def test_only_the_train_split_is_masked_and_only_when_asked(tiny_enja, tiny_path
         )
 
 
-@pytest.mark.parametrize("setting", ["number_placeholders", "name_placeholders"])
-def test_placeholders_change_the_cache_key_and_tokenizers_and_leave_them_as_they_were_without(
+@pytest.mark.parametrize("setting", ["number_placeholders", "name_placeholders", "sentence_pairs"])
+def test_train_text_settings_change_the_cache_key_and_tokenizers_and_leave_them_as_they_were(
     tiny_enja, tiny_paths, word_tokenizer, setting
 ):
     key = cache_key(tiny_enja, word_tokenizer, word_tokenizer, tiny_paths)
@@ -108,3 +108,7 @@ def test_placeholders_change_the_cache_key_and_tokenizers_and_leave_them_as_they
     assert setting not in content_settings(tiny_enja)  # a cache built before
     assert setting not in tokenizer_settings(tiny_enja, TokenizerConfig())
     assert tokenizer_settings(masked, TokenizerConfig())[setting]
+    # What number masking does is in both keys, so a change to it rebuilds both.
+    with_numbers = setting == "number_placeholders"
+    assert ("number_masking" in content_settings(masked)) == with_numbers
+    assert ("number_masking" in tokenizer_settings(masked, TokenizerConfig())) == with_numbers

@@ -89,7 +89,11 @@ def test_accumulation_equals_one_big_batch(copy_task, tmp_path):
         )
         trainer.update(micro_batches)
         parameters.append(torch.cat([p.detach().flatten() for p in trainer.model.parameters()]))
-    assert torch.allclose(parameters[0], parameters[1], atol=1e-5, rtol=0)
+    # Adam's first update moves every entry by about its learning rate, however small the
+    # gradient; where a gradient is as small as Adam's eps, the accumulation's rounding shows as
+    # a share of that step, so the tolerance is one.
+    first_lr = config.training.lr / config.training.warmup_steps
+    assert torch.allclose(parameters[0], parameters[1], atol=0.1 * first_lr, rtol=0)
 
 
 class Crash(Exception):
