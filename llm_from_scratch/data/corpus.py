@@ -158,10 +158,9 @@ def _with_sentence_pairs(pairs: datasets.Dataset) -> datasets.Dataset:
                 targets += in_target
         return {"src": sources, "tgt": targets}
 
-    added = pairs.select_columns(["src", "tgt"]).map(
-        sentence_pairs, batched=True, desc="sentence pairs"
-    )
-    return datasets.concatenate_datasets([pairs.select_columns(["src", "tgt"]), added])
+    pairs = pairs.select_columns(["src", "tgt"])
+    added = pairs.map(sentence_pairs, batched=True, desc="sentence pairs")
+    return datasets.concatenate_datasets([pairs, added])
 
 
 def _with_placeholders(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
