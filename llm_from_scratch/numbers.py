@@ -30,6 +30,9 @@ _NUMBER = re.compile(
     rf"(?<![\d.])(?:(?P<phone>{_PHONE})|(?P<whole>\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.(?P<fraction>\d+))?)"
 )
 _DASHES = str.maketrans(dict.fromkeys(_DASH, "-"))
+# A number's digits and a phone number's hyphens as Japanese text writes them; the separators
+# `,` and `.` are left to the caller, which may copy the ones a text already uses.
+FULL_WIDTH_DIGITS = str.maketrans("0123456789-", "０１２３４５６７８９－")
 
 
 @dataclass(frozen=True)

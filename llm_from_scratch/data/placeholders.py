@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from llm_from_scratch.numbers import Number, find_numbers
+from llm_from_scratch.numbers import FULL_WIDTH_DIGITS, Number, find_numbers
 
 # What a train pair's number masking does, for the keys of the caches and tokenizers built from
 # masked text: bumped when it changes (2: a phone number is one number), so that none built
@@ -26,7 +26,7 @@ PLACEHOLDERS = tuple(chr(0xE000 + k) for k in range(8))
 NAME_PLACEHOLDERS = tuple(chr(0xE010 + k) for k in range(4))
 _INDEX = {placeholder: k for k, placeholder in enumerate(PLACEHOLDERS + NAME_PLACEHOLDERS)}
 _DROP_PLACEHOLDERS = dict.fromkeys(map(ord, PLACEHOLDERS))
-_FULL_WIDTH = str.maketrans("0123456789,.-", "０１２３４５６７８９，．－")
+_FULL_WIDTH = FULL_WIDTH_DIGITS | str.maketrans(",.", "，．")
 
 
 def mask_pair(source: str, target: str) -> tuple[str, str]:

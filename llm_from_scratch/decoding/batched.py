@@ -60,7 +60,11 @@ def _search(
     src, src_mask = encode_sources(pieces, src_tok)
     src, src_mask = src.to(device), src_mask.to(device)
     limits = {"max_len_a": cfg.max_len_a, "max_len_b": cfg.max_len_b}
-    common = {"no_repeat_ngram_size": cfg.no_repeat_ngram_size, "use_cache": use_cache}
+    common = {
+        "no_repeat_ngram_size": cfg.no_repeat_ngram_size,
+        "spare_numbers": cfg.no_repeat_spares_numbers,
+        "use_cache": use_cache,
+    }
     if cfg.beam_size == 1:
         hyps = greedy_search(model, src, src_mask, tgt_tok, **limits, **common)
         return [[hyp] for hyp in hyps]

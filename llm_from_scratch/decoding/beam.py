@@ -40,6 +40,7 @@ def beam_search(
     max_len_a: float,
     max_len_b: int,
     no_repeat_ngram_size: int = 0,
+    spare_numbers: bool = True,
     use_cache: bool = True,
     prefer_finished: bool = False,
 ) -> list[list[Hypothesis]]:
@@ -59,7 +60,7 @@ def beam_search(
     beam_scores[:, 0] = 0.0
     finished: list[list[Hypothesis]] = [[] for _ in sentences]
 
-    numbers = number_masks(tok, device)
+    numbers = number_masks(tok, device) if spare_numbers else None
     for step in range(max(limits)):
         length = step + 1  # tokens generated once this step's token is appended
         inputs = prefix[:, -1:] if cache is not None else prefix

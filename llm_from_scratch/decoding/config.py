@@ -17,6 +17,10 @@ class DecodingConfig:
     max_len_b: int = 10
     # Ban a token that would repeat an n-gram of the output's tokens: no loops. 0 disables.
     no_repeat_ngram_size: int = 3
+    # The ban spares numbers: zeros within one (10000), digits an earlier one shares (1998 after
+    # 1995). false: it bans their repeats too, as CTranslate2's ban does; `avoid_loops`'s last
+    # search turns it off, since a run of zeros is a loop there.
+    no_repeat_spares_numbers: bool = True
     # Beam search: return a hypothesis that ended with EOS before any the length limit cut off,
     # whatever their scores (off: they compete on score alone, as in fairseq and JoeyNMT).
     prefer_finished: bool = False

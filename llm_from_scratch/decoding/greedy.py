@@ -29,6 +29,7 @@ def greedy_search(
     max_len_a: float,
     max_len_b: int,
     no_repeat_ngram_size: int = 0,
+    spare_numbers: bool = True,
     use_cache: bool = True,
 ) -> list[Hypothesis]:
     """One hypothesis per source row of `src` (batch, src_len), in order.
@@ -44,7 +45,7 @@ def greedy_search(
     scores = torch.zeros(src.size(0), dtype=torch.float64, device=src.device)
     results: list[Hypothesis | None] = [None] * src.size(0)
 
-    numbers = number_masks(tok, src.device)
+    numbers = number_masks(tok, src.device) if spare_numbers else None
     for step in range(int(limits.max())):
         inputs = prefix[:, -1:] if cache is not None else prefix
         logits = model.decode(inputs, memory, src_mask, cache)[:, -1]  # (open, vocab)

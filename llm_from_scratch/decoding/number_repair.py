@@ -20,9 +20,8 @@ import re
 import unicodedata
 from collections import Counter
 
-from llm_from_scratch.numbers import Number, find_numbers
+from llm_from_scratch.numbers import FULL_WIDTH_DIGITS, Number, find_numbers
 
-_FULL_WIDTH = str.maketrans("0123456789-", "０１２３４５６７８９－")
 _KANJI_UNITS = re.compile(r"[十百千万億兆]+")
 _SCALE_WORD = re.compile(r"\s*(?:thousand|million|billion|trillion)\b", re.IGNORECASE)
 
@@ -75,7 +74,7 @@ def _written_like(number: Number, model: str) -> str:
     """`number`'s value written in the style of `model`, the text of the number it replaces."""
     full_width = any("０" <= char <= "９" for char in model)
     if "-" in number.value:  # a phone number: its groups as the source writes them
-        return number.value.translate(_FULL_WIDTH) if full_width else number.value
+        return number.value.translate(FULL_WIDTH_DIGITS) if full_width else number.value
     marks = {unicodedata.normalize("NFKC", char): char for char in model if not char.isdigit()}
     whole, _, fraction = number.value.partition(".")
     model_whole = model.split(marks.get(".", "."))[0]
@@ -89,4 +88,4 @@ def _written_like(number: Number, model: str) -> str:
     text = separator.join(groups)
     if fraction:
         text += marks.get(".", "．" if full_width else ".") + fraction
-    return text.translate(_FULL_WIDTH) if full_width else text
+    return text.translate(FULL_WIDTH_DIGITS) if full_width else text

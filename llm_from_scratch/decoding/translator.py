@@ -13,7 +13,8 @@ source that the model changed (`number_repair.py`, `decoding.repair_numbers`), w
 decoded it, and of a beam's hypotheses the best that keeps its source's numbers comes first
 (`decoding.numbers_first`), the best that does not loop before any that does
 (`decoding.avoid_loops`). A sentence longer than `decoding.clause_split_tokens` is translated
-clause by clause, the full stop the model ends a clause with turned into a comma; one the model
+clause by clause, the full stop the model ends a clause with turned into a comma (in one piece
+again where the clauses loop joined, with `decoding.avoid_loops`); one the model
 cannot take in one piece (longer than its positional table, or than the output limit
 a * src_len + b allows) is split further, at clauses, then words, then characters, translated
 piece by piece and rejoined: never cut.
@@ -372,6 +373,8 @@ class Translator:
         sources = [self.sentences(text) for text in texts]
         pieces = [piece for sentences in sources for s in sentences for piece in s.pieces]
         results = self._decode_pieces(pieces)
+        if self.decode.avoid_loops and self.decode.beam_size > 1:
+            results = self._unsplit_loops([s for sentences in sources for s in sentences], results)
         remaining = iter(results)
         return [
             Translation(self._combine(text, sentences, remaining), sentences)
@@ -421,6 +424,30 @@ class Translator:
             for source, hyps, done in zip(sources, results, searched_all, strict=True)
         ]
 
+    def _unsplit_loops(
+        self, sentences: list[SourceSentence], results: list[list[Hypothesis]]
+    ) -> list[list[Hypothesis]]:
+        """`results` (of the `sentences`' pieces, in order), where the clauses of a sentence
+        translate without a loop each but loop joined (ドイツでは in every clause): that sentence
+        searched again in one piece where the model can take it, and translated so where that
+        does not loop (its `pieces` then the one)."""
+        remaining = iter(results)
+        per_sentence = [[next(remaining) for _ in sentence.pieces] for sentence in sentences]
+        whole = {
+            k: [token for piece in sentence.pieces for token in piece]
+            for k, (sentence, hyps) in enumerate(zip(sentences, per_sentence, strict=True))
+            if len(sentence.pieces) > 1
+            and all(hyps)
+            and sum(map(len, sentence.pieces)) <= self.max_src_tokens
+            and self._loops(sentence.text, self._sentence(sentence, [h[0] for h in hyps]).text)
+        }
+        again = self._decode_pieces(list(whole.values())) if whole else []
+        for (k, ids), hyps in zip(whole.items(), again, strict=True):
+            unsplit = replace(sentences[k], pieces=[ids])
+            if hyps and not self._loops(unsplit.text, self._sentence(unsplit, hyps[:1]).text):
+                sentences[k].pieces, per_sentence[k] = [ids], [hyps]
+        return [hyps for sentence_hyps in per_sentence for hyps in sentence_hyps]
+
     def _add_tighter_hypotheses(
         self,
         results: list[list[Hypothesis]],
@@ -429,8 +456,9 @@ class Translator:
         decode: DecodingConfig,
     ) -> None:
         """Where every hypothesis of a piece loops, search it again banning repeated token pairs,
-        its new hypotheses added after the old: a loop the 3-gram ban lets through comes out in
-        other pieces each time (駅の前の前の前の前: 前の, 前の, 前の, 前)."""
+        numbers' included, its new hypotheses added after the old: a loop the 3-gram ban lets
+        through comes out in other pieces each time (駅の前の前の前の前: 前の, 前の, 前の, 前), or
+        as the zeros it spares (０００００００００００００００才)."""
         if decode.no_repeat_ngram_size in (1, TIGHTER_NO_REPEAT):
             return
         stuck = [
@@ -438,9 +466,10 @@ class Translator:
             for source, hyps in zip(sources, results, strict=True)
         ]
         tighter: list[list[Hypothesis]] = [[] for _ in pieces]
-        self._search_into(
-            tighter, pieces, replace(decode, no_repeat_ngram_size=TIGHTER_NO_REPEAT), stuck
+        banning = replace(
+            decode, no_repeat_ngram_size=TIGHTER_NO_REPEAT, no_repeat_spares_numbers=False
         )
+        self._search_into(tighter, pieces, banning, stuck)
         for hyps, more in zip(results, tighter, strict=True):
             seen = {tuple(hyp.tokens) for hyp in hyps}
             hyps += [hyp for hyp in more if tuple(hyp.tokens) not in seen]

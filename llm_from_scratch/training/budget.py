@@ -17,7 +17,9 @@ a probe of a few steps misjudges a run of thousands when the host's load drifts.
 warm-up ends the learning rate does not depend on the step count, so the run keeps the weights of
 the step-budget run that the new plan names. The plan is stored in every checkpoint, so a resumed
 run keeps it (one stopped before the re-plan keeps its first plan), and a budgeted run trains the
-same weights as the step-budget run its log names last.
+same weights as the step-budget run its log names last. After the re-plan the step count is
+fixed; a host that slows down further costs validations instead (`Deadline`), which leave the
+weights as they are.
 """
 
 from __future__ import annotations
@@ -164,6 +166,45 @@ def replan(
 
     most = max(_most_steps(cfg, current.short, available, costs, done), done + 1)
     return of(_longest(done + 1, most, lambda steps: remaining_seconds(of(steps)) <= available))
+
+
+@dataclass
+class Deadline:
+    """The budget's end on the trainer's clock and the costs of what follows the last step. The
+    load of a host can still drift after the re-plan; validations do not change the weights, so
+    the trainer skips one that the rest of the run would no longer fit beside (`fits_validation`),
+    and the run stays the step-budget run its log names."""
+
+    ends_at: float
+    costs: Costs
+
+    def fits_validation(self, now: float, schedule: Schedule, done: int, step: float) -> bool:
+        """Whether a validation now, after `done` steps of `schedule`, still leaves time for its
+        other steps at `step` seconds each, their saves, the last validation, the averaging and
+        the test decoding."""
+        costs = self.costs
+        steps_left = schedule.steps - done
+        saves_left = schedule.saves() - done // schedule.save_every
+        rest = (
+            steps_left * step
+            + saves_left * costs.save
+            + costs.validation
+            + costs.averaging
+            + costs.final_test
+        )
+        return now + costs.validation + rest <= self.ends_at
+
+    def validated(self, seconds: float) -> None:
+        """A validation took `seconds`: the validations left, the averaging's and the test
+        decoding are priced from it instead of the probe's rehearsal."""
+        costs = self.costs
+        scale = seconds / max(costs.validation, 1e-9)
+        self.costs = replace(
+            costs,
+            validation=seconds,
+            averaging=costs.averaging + seconds - costs.validation if costs.averaging else 0.0,
+            final_test=costs.final_test * scale,
+        )
 
 
 def _most_steps(

@@ -16,7 +16,15 @@ from dataclasses import replace
 
 from llm_from_scratch.checkpoint import save_checkpoint
 from llm_from_scratch.data.datamodule import DataModule
-from llm_from_scratch.training.budget import Costs, Schedule, describe, measure_costs, plan, replan
+from llm_from_scratch.training.budget import (
+    Costs,
+    Deadline,
+    Schedule,
+    describe,
+    measure_costs,
+    plan,
+    replan,
+)
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.recipe import Plan, describe_recipe, recipe_plan
@@ -117,6 +125,13 @@ class BudgetPlanner:
                 describe(again, Schedule.of(self.cfg), budget, speed, self.cfg),
             )
         return again
+
+    def deadline(self) -> Deadline | None:
+        """The end of the budget this planner planned for (None: no plan made from a budget)."""
+        budget = self.cfg.budget_seconds
+        if budget is None or self.costs is None:
+            return None
+        return Deadline(self.started_at + budget, self.costs)
 
     def _seconds_left(self, budget: float) -> float:
         return budget - (self.clock() - self.started_at)

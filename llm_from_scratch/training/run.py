@@ -44,7 +44,7 @@ def train_run(
     saved = saved_run(run_dir, config.training)
     plan = planner.plan(saved.progress if saved is not None else None)
     replan = planner.replan if planner.costs is not None else None
-    trainer = Trainer(config, data, plan, dist, clock=clock, replan=replan)
+    trainer = Trainer(config, data, plan, dist, clock, replan, planner.deadline())
     if saved is not None and saved.finished:
         return TrainedRun(trainer, trainer.fit(), None)  # which checks the stopping settings
     log = trainer.run_logger()

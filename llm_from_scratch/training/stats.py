@@ -59,6 +59,7 @@ class RunTiming:
     steps: int = 0
     paused: float = 0.0  # seconds of validations and saves, which the re-plan prices apart
     tokens: int = 0  # trained on
+    _mark: tuple[int, float, float] | None = None  # steps, time and pauses at `recent_step`
 
     def add(self, step: int, now: float, tokens: int) -> None:
         if step == self.from_step:
@@ -70,3 +71,14 @@ class RunTiming:
     def pause(self, seconds: float) -> None:
         if self.start is not None:
             self.paused += seconds
+
+    def recent_step(self, now: float) -> float | None:
+        """Seconds an update took, pauses left out, since the last call (the first: since the
+        timing started); None before two updates are timed."""
+        if self.start is None or self.steps < 2:
+            return None
+        steps, since, paused = self._mark or (0, self.start, 0.0)
+        if self.steps == steps:
+            return None
+        self._mark = (self.steps, now, self.paused)
+        return (now - since - (self.paused - paused)) / (self.steps - steps)

@@ -34,7 +34,7 @@ from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.precision import Precision, select_precision
 from llm_from_scratch.training.averaging import snapshot_path, snapshot_paths
-from llm_from_scratch.training.budget import MIN_TIMED_STEPS, PROBE_WARMUP, Schedule
+from llm_from_scratch.training.budget import MIN_TIMED_STEPS, PROBE_WARMUP, Deadline, Schedule
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
@@ -76,9 +76,11 @@ class Trainer:
         dist: Distributed | None = None,
         clock: Callable[[], float] = time.perf_counter,
         replan: Replan | None = None,
+        deadline: Deadline | None = None,
     ):
         """Train `plan` (default: `config`'s step budget). `replan`: a time budget's re-plan of
-        the step count at the warm-up's end, from the run's own steps."""
+        the step count at the warm-up's end, from the run's own steps; `deadline`: its end, which
+        a validation may not push the run past."""
         self.config = config
         self.clock = clock
         self.cfg = config.training
@@ -87,6 +89,7 @@ class Trainer:
         self.plan = plan or recipe_plan(config, Schedule.of(self.cfg))
         self.schedule = self.plan.schedule
         self.replan = replan
+        self.deadline = deadline
         device = resolve_device(self.cfg.device, "training.device")
         if device.type == "cuda" and self.dist.enabled:
             device = torch.device("cuda", self.dist.local_rank)
@@ -233,9 +236,12 @@ class Trainer:
                 window = LogWindow()
             stop = self.dist.any(out_of_steps(self.progress, self.schedule.steps, self.cfg))
             if step % self.schedule.eval_every == 0 or stop:
-                if validator is not None:
+                if validator is not None and (stop or self._validation_fits(timing, now)):
+                    validation_start = self.clock()
                     with bar.validating(len(validator.bleu_subset)):
                         metrics = validator.run(step, log)
+                    if self.deadline is not None:
+                        self.deadline.validated(self.clock() - validation_start)
                     self._record_validation(metrics)
                     window = LogWindow()  # tokens/s measures training, not validation
                 stop = self._early_stop(stop)
@@ -252,6 +258,24 @@ class Trainer:
             timing.pause(self.clock() - pause_start)
             profiler.step()
         return metrics
+
+    def _validation_fits(self, timing: RunTiming, now: float) -> bool:
+        """Whether the validation due now leaves the time budget's rest of the run its time, at
+        the step time since the last one; without early stopping, which validations steer, a
+        validation that does not is skipped."""
+        step_seconds = timing.recent_step(now)
+        if self.deadline is None or self.cfg.patience is not None or step_seconds is None:
+            return True
+        step = self.progress.step
+        if self.deadline.fits_validation(now, self.schedule, step, step_seconds):
+            return True
+        logger.info(
+            "step %d: validation skipped to keep the time budget (%.2f s an update since the last "
+            "one; the run and its final scoring need the time left)",
+            step,
+            step_seconds,
+        )
+        return False
 
     def _stop_on_signal(self, signum: int | None, saved: bool) -> None:
         """The step is done (validation and snapshot included, as an uninterrupted run does

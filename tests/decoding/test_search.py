@@ -215,6 +215,12 @@ def test_the_zeros_of_a_number_are_spared_by_the_no_repeat_ban(sources):
     # A loop of any other token is still stopped at its second 3-gram.
     for h in greedy(FixedLogitsModel(tok, [a, zero]), tok, sources, **long_outputs):
         assert h.tokens[:4] == [a, a, a, zero]  # a fourth "a" would repeat "a a a"
+    # Unspared (as `decoding.avoid_loops`'s last search asks), zeros are stopped like any token.
+    unspared = {**long_outputs, "spare_numbers": False}
+    for h in greedy(model, tok, sources, **unspared):
+        assert h.tokens[:3] == [zero] * 3 and h.tokens[3] != zero
+    for nbest in beam(model, tok, sources, **unspared):
+        assert nbest[0].tokens[:3] == [zero] * 3 and nbest[0].tokens[3] != zero
 
 
 def banned_after(tok, text: str, n: int = 3) -> set[str]:

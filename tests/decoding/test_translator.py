@@ -439,6 +439,45 @@ def test_a_looping_best_hypothesis_gives_way_to_the_best_that_does_not_loop(
     assert searched == searches
 
 
+CLAUSE = "東京では東京では東京では。"  # a word 4-gram twice: no loop alone, one joined to another
+
+
+@pytest.mark.parametrize(
+    ("avoid_loops", "whole", "expected", "pieces_searched"),
+    [
+        # Clauses that loop only joined: the sentence searched again in one piece, translated so.
+        (True, "私は東京に行った。", "私は東京に行った。", [2, 1]),
+        (False, "私は東京に行った。", "東京では東京では東京では、東京では東京では東京では。", [2]),
+        # One piece loops too (searched for all hypotheses, then banning pairs, as any looping
+        # piece is): the clauses' translation stays.
+        (True, CLAUSE * 2, "東京では東京では東京では、東京では東京では東京では。", [2, 1, 1, 1]),
+    ],
+)
+def test_clauses_that_loop_joined_are_translated_again_as_one_sentence(
+    copy_model, tokenizer, monkeypatch, avoid_loops, whole, expected, pieces_searched
+):
+    source = "I went to Tokyo, and I saw Tokyo."
+    decode = dataclasses.replace(
+        GREEDY, beam_size=2, avoid_loops=avoid_loops, numbers_first=False, clause_split_tokens=12
+    )
+    translator = Translator(copy_model, tokenizer, tokenizer, decode)
+    [sentence] = translator.sentences(source)
+    assert len(sentence.pieces) == 2
+    clause_length = max(map(len, sentence.pieces))
+    searched = []
+
+    def search(model, pieces, src_tok, tgt_tok, cfg, use_cache):
+        searched.append(len(pieces))
+        outputs = [whole if len(piece) > clause_length else CLAUSE for piece in pieces]
+        return [[Hypothesis(tokenizer.encode(text), 0.0, False)] for text in outputs]
+
+    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    [translation] = translator.translate([source])
+    assert translation.text == expected
+    assert [len(s.pieces) for s in translation.sentences] == [1 if expected == whole else 2]
+    assert searched == pieces_searched
+
+
 # ---- direction -----------------------------------------------------------------------------------
 
 

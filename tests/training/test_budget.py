@@ -15,6 +15,7 @@ from llm_from_scratch.training.budget import (
     PROBE_WARMUP,
     SAFETY_MARGIN,
     Costs,
+    Deadline,
     Schedule,
     measure_costs,
     plan,
@@ -27,6 +28,7 @@ from llm_from_scratch.training.recipe import describe_recipe, recipe_plan
 from llm_from_scratch.training.run_dir import FinishedRunError, finished_run
 from llm_from_scratch.training.stats import RunTiming
 from llm_from_scratch.training.trainer import Trainer
+from llm_from_scratch.training.validation import Validator
 
 from .test_trainer import Run, crashing_after_step, fp32
 
@@ -410,6 +412,81 @@ def test_replan_fits_the_rest_of_the_run_in_the_time_left():
     # never beyond max_steps, never fewer than one more step
     assert replan(DEFAULT, first, done, 1e9, SLOW_CPU).steps == DEFAULT.max_steps
     assert replan(DEFAULT, first, done, 0.0, SLOW_CPU).steps == done + 1
+
+
+def test_a_validation_fits_only_where_the_rest_of_the_run_still_does():
+    schedule = Schedule.of(DEFAULT)  # 4,200 steps, a save every 250
+    costs = Costs(step=0.4, validation=20.0, save=0.5, averaging=22.5, final_test=40.0)
+    deadline = Deadline(ends_at=1800.0, costs=costs)
+    # at step 2,000: 2,200 steps, 9 saves, the last validation, averaging and test decoding
+    rest = 2200 * 0.4 + 9 * 0.5 + 20.0 + 22.5 + 40.0
+    latest = 1800.0 - 20.0 - rest
+    assert deadline.fits_validation(latest, schedule, 2000, costs.step)
+    assert not deadline.fits_validation(latest + 1.0, schedule, 2000, costs.step)
+    assert not deadline.fits_validation(latest - 1.0, schedule, 2000, costs.step * 1.05)
+    # a validation that took longer than the probe's rehearsal prices what follows it too
+    deadline.validated(30.0)
+    assert deadline.costs == Costs(
+        step=0.4, validation=30.0, save=0.5, averaging=32.5, final_test=60.0
+    )
+    assert not deadline.fits_validation(latest - 1.0, schedule, 2000, costs.step)
+
+
+class DriftingClock(StepClock):
+    """`StepClock` whose updates take `drift` times as long from `from_step` on, where each
+    validation (and the probe's rehearsal of one) takes `validation` seconds and the final test
+    decoding as many validations as the probe prices it."""
+
+    def __init__(self, monkeypatch, from_step: int, drift: float, validation: float) -> None:
+        super().__init__(monkeypatch)
+        update, run, rehearse, score_test = (
+            Trainer.update,
+            Validator.run,
+            Validator.rehearse,
+            Validator.score_test,
+        )
+
+        def drifting(trainer, micro_batches):
+            if trainer.progress.step >= from_step:
+                self.now += drift - 1.0
+            return update(trainer, micro_batches)
+
+        def timed(method, seconds):
+            def wrapper(validator, *args, **kwargs):
+                self.now += seconds(validator)
+                return method(validator, *args, **kwargs)
+
+            return wrapper
+
+        monkeypatch.setattr(Trainer, "update", drifting)
+        monkeypatch.setattr(Validator, "run", timed(run, lambda _: validation))
+        monkeypatch.setattr(Validator, "rehearse", timed(rehearse, lambda _: validation))
+        share = timed(score_test, lambda validator: validation * validator.test_share())
+        monkeypatch.setattr(Validator, "score_test", share)
+
+
+@pytest.mark.slow
+def test_validations_give_way_to_the_budget_when_steps_slow_down_after_the_replan(
+    copy_task, tmp_path, monkeypatch, caplog
+):
+    config, data, _ = copy_task
+    settings = {"max_time": "120", "warmup_steps": 12, "eval_every": 4, "save_every": 10}
+    settings["dev_bleu_sentences"] = 8
+    clock = DriftingClock(monkeypatch, from_step=24, drift=1.5, validation=3.0)
+    trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=clock)
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    assert "planned again at step 8 " in caplog.text  # the warm-up shrunk with the plan
+    validations = caplog.text.count("| dev loss")
+    skipped = caplog.text.count("validation skipped to keep the time budget")
+    assert clock.now <= 120  # planned to fit, and kept to it though the steps slowed down
+    assert validations > 1 and skipped > 0
+    assert trainer.progress.step == trainer.schedule.steps
+
+    plain_cfg = step_budget_config(config, tmp_path / "plain", caplog.text, **settings)
+    plain = Trainer(plain_cfg, data)
+    plain.fit()
+    assert_same_weights(trainer, plain)  # skipped validations leave the weights as they were
 
 
 def test_the_final_test_decoding_is_part_of_the_plan():
