@@ -81,9 +81,10 @@ _BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Lines `translate_iter` translates at a time: enough for several length-sorted batches of
 # similar length, few enough that translations come out steadily.
 BATCH_LINES = 256
-# `decoding.avoid_loops`: the no-repeat n-gram size of the second search of a piece whose every
-# hypothesis loops.
-TIGHTER_NO_REPEAT = 2
+# `decoding.avoid_loops`: the no-repeat n-gram sizes of the searches of a piece whose every
+# hypothesis loops, in order: repeated token pairs banned, then any repeated token (a word that
+# is one token, わけではない, repeats without repeating a pair).
+TIGHTER_NO_REPEATS = (2, 1)
 
 
 class InputError(UserError):
@@ -458,21 +459,22 @@ class Translator:
         """Where every hypothesis of a piece loops, search it again banning repeated token pairs,
         numbers' included, its new hypotheses added after the old: a loop the 3-gram ban lets
         through comes out in other pieces each time (駅の前の前の前の前: 前の, 前の, 前の, 前), or
-        as the zeros it spares (０００００００００００００００才)."""
-        if decode.no_repeat_ngram_size in (1, TIGHTER_NO_REPEAT):
-            return
-        stuck = [
-            bool(hyps) and all(self._loops(source, self._text(hyp)) for hyp in hyps)
-            for source, hyps in zip(sources, results, strict=True)
-        ]
-        tighter: list[list[Hypothesis]] = [[] for _ in pieces]
-        banning = replace(
-            decode, no_repeat_ngram_size=TIGHTER_NO_REPEAT, no_repeat_spares_numbers=False
-        )
-        self._search_into(tighter, pieces, banning, stuck)
-        for hyps, more in zip(results, tighter, strict=True):
-            seen = {tuple(hyp.tokens) for hyp in hyps}
-            hyps += [hyp for hyp in more if tuple(hyp.tokens) not in seen]
+        as the zeros it spares (０００００００００００００００才). Where they all loop too, once
+        more banning any repeated token."""
+        current = decode.no_repeat_ngram_size or float("inf")  # 0: no ban at all
+        for size in (size for size in TIGHTER_NO_REPEATS if size < current):
+            stuck = [
+                bool(hyps) and all(self._loops(source, self._text(hyp)) for hyp in hyps)
+                for source, hyps in zip(sources, results, strict=True)
+            ]
+            if not any(stuck):
+                return
+            tighter: list[list[Hypothesis]] = [[] for _ in pieces]
+            banning = replace(decode, no_repeat_ngram_size=size, no_repeat_spares_numbers=False)
+            self._search_into(tighter, pieces, banning, stuck)
+            for hyps, more in zip(results, tighter, strict=True):
+                seen = {tuple(hyp.tokens) for hyp in hyps}
+                hyps += [hyp for hyp in more if tuple(hyp.tokens) not in seen]
 
     def _search_into(
         self,

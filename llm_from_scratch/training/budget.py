@@ -168,12 +168,13 @@ def replan(
     return of(_longest(done + 1, most, lambda steps: remaining_seconds(of(steps)) <= available))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Deadline:
-    """The budget's end on the trainer's clock and the costs of what follows the last step. The
-    load of a host can still drift after the re-plan; validations do not change the weights, so
-    the trainer skips one that the rest of the run would no longer fit beside (`fits_validation`),
-    and the run stays the step-budget run its log names."""
+    """The budget's end on the trainer's clock and the probe's costs. The load of a host can
+    still drift after the re-plan; validations do not change the weights, so the trainer skips
+    one that the rest of the run would no longer fit beside (`fits_validation`), and the run
+    stays the step-budget run its log names. A validation is priced as the probe rehearsed it,
+    not as the run's first ones took: an early model's outputs run long."""
 
     ends_at: float
     costs: Costs
@@ -193,18 +194,6 @@ class Deadline:
             + costs.final_test
         )
         return now + costs.validation + rest <= self.ends_at
-
-    def validated(self, seconds: float) -> None:
-        """A validation took `seconds`: the validations left, the averaging's and the test
-        decoding are priced from it instead of the probe's rehearsal."""
-        costs = self.costs
-        scale = seconds / max(costs.validation, 1e-9)
-        self.costs = replace(
-            costs,
-            validation=seconds,
-            averaging=costs.averaging + seconds - costs.validation if costs.averaging else 0.0,
-            final_test=costs.final_test * scale,
-        )
 
 
 def _most_steps(

@@ -237,11 +237,8 @@ class Trainer:
             stop = self.dist.any(out_of_steps(self.progress, self.schedule.steps, self.cfg))
             if step % self.schedule.eval_every == 0 or stop:
                 if validator is not None and (stop or self._validation_fits(timing, now)):
-                    validation_start = self.clock()
                     with bar.validating(len(validator.bleu_subset)):
                         metrics = validator.run(step, log)
-                    if self.deadline is not None:
-                        self.deadline.validated(self.clock() - validation_start)
                     self._record_validation(metrics)
                     window = LogWindow()  # tokens/s measures training, not validation
                 stop = self._early_stop(stop)

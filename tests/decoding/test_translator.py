@@ -414,16 +414,21 @@ LOOP = "私は" + "東京" * 6 + "に行った。"  # 東京 ×6: the word 4-gra
         (True, "Tokyo Tokyo Tokyo Tokyo Tokyo Tokyo", [LOOP, "東京。"], LOOP, [(1, 3)]),
         # Every hypothesis loops: searched once more, banning repeated token pairs.
         (True, "I went to Tokyo.", [LOOP, LOOP + "。"], "東京へ。", [(1, 3), (2, 3), (2, 2)]),
+        # Those loop too (a word of one token repeats without repeating a pair): once more,
+        # banning any repeated token.
+        (True, "Not tall.", [LOOP, LOOP + "。"], "東京へ。", [(1, 3), (2, 3), (2, 2), (2, 1)]),
     ],
 )
 def test_a_looping_best_hypothesis_gives_way_to_the_best_that_does_not_loop(
     copy_model, tokenizer, monkeypatch, avoid_loops, source, beam, expected, searches
 ):
     searched = []
+    # What the searches banning pairs (2) and any repeated token (1) find.
+    tighter = {2: [LOOP] if source == "Not tall." else ["東京へ。"], 1: ["東京へ。"]}
 
     def search(model, pieces, src_tok, tgt_tok, cfg, use_cache):
         searched.append((cfg.nbest, cfg.no_repeat_ngram_size))
-        outputs = ["東京へ。"] if cfg.no_repeat_ngram_size == 2 else beam
+        outputs = tighter.get(cfg.no_repeat_ngram_size, beam)
         return [
             [Hypothesis(tokenizer.encode(text), -rank, False) for rank, text in enumerate(outputs)][
                 : cfg.nbest
@@ -448,9 +453,9 @@ CLAUSE = "東京では東京では東京では。"  # a word 4-gram twice: no lo
         # Clauses that loop only joined: the sentence searched again in one piece, translated so.
         (True, "私は東京に行った。", "私は東京に行った。", [2, 1]),
         (False, "私は東京に行った。", "東京では東京では東京では、東京では東京では東京では。", [2]),
-        # One piece loops too (searched for all hypotheses, then banning pairs, as any looping
-        # piece is): the clauses' translation stays.
-        (True, CLAUSE * 2, "東京では東京では東京では、東京では東京では東京では。", [2, 1, 1, 1]),
+        # One piece loops too (searched for all hypotheses, then banning pairs, then any repeated
+        # token, as any looping piece is): the clauses' translation stays.
+        (True, CLAUSE * 2, "東京では東京では東京では、東京では東京では東京では。", [2, 1, 1, 1, 1]),
     ],
 )
 def test_clauses_that_loop_joined_are_translated_again_as_one_sentence(
