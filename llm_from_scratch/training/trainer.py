@@ -258,10 +258,13 @@ class Trainer:
 
     def _validation_fits(self, timing: RunTiming, now: float) -> bool:
         """Whether the validation due now leaves the time budget's rest of the run its time, at
-        the step time since the last one; without early stopping, which validations steer, a
-        validation that does not is skipped."""
+        the step time since the last one; after the re-plan (which fits the steps to the time
+        before it) and without early stopping (which validations steer), a validation that does
+        not is skipped."""
         step_seconds = timing.recent_step(now)
-        if self.deadline is None or self.cfg.patience is not None or step_seconds is None:
+        if self.deadline is None or self.replan is not None or self.cfg.patience is not None:
+            return True
+        if step_seconds is None:
             return True
         step = self.progress.step
         if self.deadline.fits_validation(now, self.schedule, step, step_seconds):
