@@ -34,8 +34,8 @@ class DecodingConfig:
     # Beam search: where a source's best hypothesis repeats a word 4-gram 3 times and the source
     # does not (a loop, as evaluation counts them), search all `beam_size` hypotheses and return
     # first the best that does not loop; where all loop, search once more banning repeated token
-    # pairs. A clause-split sentence whose clauses loop joined is searched again in one piece.
-    # Translator only.
+    # pairs, then, where those all loop too, repeated tokens. A clause-split sentence whose
+    # clauses loop joined is searched again in one piece. Translator only.
     avoid_loops: bool = True
     # Translate a sentence of more source tokens than this clause by clause: cut after its commas,
     # semicolons and colons, the clauses packed into pieces of at most this many tokens. A model
