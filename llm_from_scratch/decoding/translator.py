@@ -372,11 +372,12 @@ class Translator:
         a line's translations joined, its line breaks kept; an empty (or all-space) text gives
         ""."""
         sources = [self.sentences(text) for text in texts]
-        pieces = [piece for sentences in sources for s in sentences for piece in s.pieces]
-        results = self._decode_pieces(pieces)
+        every_sentence = [s for sentences in sources for s in sentences]
+        results = iter(self._decode_pieces([p for s in every_sentence for p in s.pieces]))
+        per_sentence = [[next(results) for _ in sentence.pieces] for sentence in every_sentence]
         if self.decode.avoid_loops and self.decode.beam_size > 1:
-            results = self._unsplit_loops([s for sentences in sources for s in sentences], results)
-        remaining = iter(results)
+            self._unsplit_loops(every_sentence, per_sentence)
+        remaining = iter(per_sentence)
         return [
             Translation(self._combine(text, sentences, remaining), sentences)
             for text, sentences in zip(texts, sources, strict=True)
@@ -426,14 +427,12 @@ class Translator:
         ]
 
     def _unsplit_loops(
-        self, sentences: list[SourceSentence], results: list[list[Hypothesis]]
-    ) -> list[list[Hypothesis]]:
-        """`results` (of the `sentences`' pieces, in order), where the clauses of a sentence
-        translate without a loop each but loop joined (ドイツでは in every clause): that sentence
-        searched again in one piece where the model can take it, and translated so where that
-        does not loop (its `pieces` then the one)."""
-        remaining = iter(results)
-        per_sentence = [[next(remaining) for _ in sentence.pieces] for sentence in sentences]
+        self, sentences: list[SourceSentence], per_sentence: list[list[list[Hypothesis]]]
+    ) -> None:
+        """Where the clauses of one of `sentences` translate without a loop each but loop joined
+        (ドイツでは in every clause), search that sentence again in one piece where the model can
+        take it, and translate it so where that does not loop: its `pieces` become the one, its
+        hypotheses in `per_sentence` (each piece's, for each sentence) that piece's."""
         whole = {
             k: [token for piece in sentence.pieces for token in piece]
             for k, (sentence, hyps) in enumerate(zip(sentences, per_sentence, strict=True))
@@ -447,7 +446,6 @@ class Translator:
             unsplit = replace(sentences[k], pieces=[ids])
             if hyps and not self._loops(unsplit.text, self._sentence(unsplit, hyps[:1]).text):
                 sentences[k].pieces, per_sentence[k] = [ids], [hyps]
-        return [hyps for sentence_hyps in per_sentence for hyps in sentence_hyps]
 
     def _add_tighter_hypotheses(
         self,
@@ -462,10 +460,12 @@ class Translator:
         as the zeros it spares (０００００００００００００００才). Where they all loop too, once
         more banning any repeated token."""
         current = decode.no_repeat_ngram_size or float("inf")  # 0: no ban at all
+        stuck = [bool(hyps) for hyps in results]
         for size in (size for size in TIGHTER_NO_REPEATS if size < current):
+            # Only a piece stuck before can be stuck still: its hypotheses only grow.
             stuck = [
-                bool(hyps) and all(self._loops(source, self._text(hyp)) for hyp in hyps)
-                for source, hyps in zip(sources, results, strict=True)
+                was and all(self._loops(source, self._text(hyp)) for hyp in hyps)
+                for was, source, hyps in zip(stuck, sources, results, strict=True)
             ]
             if not any(stuck):
                 return
@@ -590,11 +590,11 @@ class Translator:
         self,
         text: str,
         sentences: list[SourceSentence],
-        results: Iterator[list[Hypothesis]],
+        results: Iterator[list[list[Hypothesis]]],
     ) -> list[Candidate]:
-        """The i-th candidate of `text` joins the i-th hypotheses of its sentences' pieces, taken
-        from `results` in order."""
-        per_sentence = [[next(results) for _ in sentence.pieces] for sentence in sentences]
+        """The i-th candidate of `text` joins the i-th hypotheses of its sentences' pieces, each
+        sentence's taken from `results` in order."""
+        per_sentence = [next(results) for _ in sentences]
         ranks = min((len(nbest) for nbests in per_sentence for nbest in nbests), default=0)
         candidates = []
         for rank in range(ranks):

@@ -261,10 +261,13 @@ class Trainer:
         the step time since the last one; after the re-plan (which fits the steps to the time
         before it) and without early stopping (which validations steer), a validation that does
         not is skipped."""
-        step_seconds = timing.recent_step(now)
-        if self.deadline is None or self.replan is not None or self.cfg.patience is not None:
-            return True
-        if step_seconds is None:
+        step_seconds = timing.recent_step(now)  # at every validation: it times from the last
+        if (
+            self.deadline is None
+            or self.replan is not None
+            or self.cfg.patience is not None
+            or step_seconds is None
+        ):
             return True
         step = self.progress.step
         if self.deadline.fits_validation(now, self.schedule, step, step_seconds):
