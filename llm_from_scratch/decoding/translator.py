@@ -164,7 +164,8 @@ def run_decoding(
 
 
 class RestoredModels(NamedTuple):
-    model: Seq2SeqTransformer | Ensemble  # one checkpoint's model, or the ensemble of several
+    # one checkpoint's model, the ensemble of several, or a CTranslate2 export's engine
+    model: Seq2SeqTransformer | Ensemble | CTranslate2Model
     src_tok: BPETokenizer
     tgt_tok: BPETokenizer
     config: dict[str, Any]  # the first checkpoint's run config, as plain data
@@ -276,9 +277,10 @@ class Translator:
     def from_restored(
         cls, restored: RestoredModels, decode: DecodingConfig, source_style: str | None = None
     ) -> Translator:
-        """A translator of the models `restore_models` loaded, set up as their run reads and
-        writes text (direction, input style, number placeholders); `source_style` replaces the
-        input style, e.g. `raw` for sources already in the run's style."""
+        """A translator of the models `restore_models` loaded (or of an export's engine), set up
+        as their run reads and writes text (direction, input style, number placeholders);
+        `source_style` replaces the input style, e.g. `raw` for sources already in the run's
+        style."""
         data = run_data(restored.config)
         return cls(
             restored.model,
@@ -326,29 +328,13 @@ class Translator:
         `decode` and `decoding` are those of `from_checkpoint`, `source_style` that of
         `from_restored`."""
         model = CTranslate2Model(directory, device=device, compute_type=compute_type)
-        decode = run_decoding(model.config, decode, decoding)
-        data = run_data(model.config)
         manifest = model.manifest
-        return cls(
-            model,
-            model.src_tok,
-            model.tgt_tok,
-            decode,
-            joiner_for(data.target_lang),
-            source_style=data.input_style if source_style is None else source_style,
-            number_placeholders=data.number_placeholders,
-            name_placeholders=data.name_placeholders,
-            source_lang=data.source_lang,
-            target_lang=data.target_lang,
-            checkpoints=[
-                CheckpointSummary(
-                    Path(directory),
-                    manifest["step"],
-                    manifest["dev_bleu"],
-                    manifest["averaged_from"],
-                )
-            ],
+        loaded = CheckpointSummary(
+            Path(directory), manifest["step"], manifest["dev_bleu"], manifest["averaged_from"]
         )
+        decode = run_decoding(model.config, decode, decoding)
+        restored = RestoredModels(model, model.src_tok, model.tgt_tok, model.config, [loaded])
+        return cls.from_restored(restored, decode, source_style)
 
     def with_decoding(self, decode: DecodingConfig) -> Translator:
         """This translator's model and settings, searching with `decode`."""
