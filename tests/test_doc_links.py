@@ -3,6 +3,7 @@ that file, by GitHub's rule for heading anchors."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -22,11 +23,18 @@ def github_anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def anchors(document: Path) -> set[str]:
+@functools.cache
+def prose(document: Path) -> str:
+    """A Markdown file's text without its fenced code blocks, read once per test session."""
+    return CODE.sub("", document.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def anchors(document: Path) -> frozenset[str]:
     """The anchors of a Markdown file's headings; a repeated heading's get -1, -2, ..."""
     seen: dict[str, int] = {}
     result = set()
-    for line in CODE.sub("", document.read_text(encoding="utf-8")).splitlines():
+    for line in prose(document).splitlines():
         heading = re.match(r"#{1,6} (.+)", line)
         if heading is None:
             continue
@@ -34,12 +42,11 @@ def anchors(document: Path) -> set[str]:
         count = seen.get(anchor, 0)
         seen[anchor] = count + 1
         result.add(anchor if count == 0 else f"{anchor}-{count}")
-    return result
+    return frozenset(result)
 
 
 def relative_links(document: Path) -> list[str]:
-    text = CODE.sub("", document.read_text(encoding="utf-8"))
-    return [link for link in LINK.findall(text) if not re.match(r"[a-z]+:", link)]
+    return [link for link in LINK.findall(prose(document)) if not re.match(r"[a-z]+:", link)]
 
 
 def test_anchor_rule_matches_a_known_link() -> None:
