@@ -28,6 +28,8 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -m venv $(VENV) >&2
 	@$(PY) -m pip install --quiet "$(TORCH_SPEC)" >&2
 	@$(PY) -m pip install --quiet -e '.[dev,bench,serve,export]' >&2
+	@# matplotlib builds its font cache on first use: here, not inside a run's time budget
+	@$(PY) -c "import matplotlib.font_manager" >&2
 	@touch $(STAMP)
 
 data: setup ## Fetch a dataset into data/raw/ (downloads, or copies from DATA_MIRROR)
