@@ -232,6 +232,7 @@ def test_the_kftt_recipe_trains_two_hours_on_either_kftt_corpus_in_either_direct
     assert kftt.training.eval_every > default.training.eval_every
     assert kftt.decoding.length_penalty < default.decoding.length_penalty
     assert kftt.model == default.model and kftt.model.dropout == 0.0
+    assert (kftt.model.n_encoder_layers, kftt.model.n_decoder_layers) == (3, 3)
     # Both chosen on KFTT's dev set: a lower peak rate than the default's, the same batches.
     assert kftt.training.lr == 1.0e-3 < default.training.lr
     assert kftt.data.loading.batch_tokens == 4096 == default.data.loading.batch_tokens
