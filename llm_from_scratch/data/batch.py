@@ -10,8 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+import datasets
+import numpy as np
 import torch
 
+from llm_from_scratch.data.cleaning import column, map_processes
 from llm_from_scratch.data.protocols import Tokenizer, model_text
 
 
@@ -87,6 +90,34 @@ class BPEDropout:
         if max(len(src_ids), len(tgt_ids)) > self.max_tokens:
             return row
         return {**row, "src_ids": src_ids, "tgt_ids": tgt_ids}
+
+    def lengths(
+        self, train: datasets.Dataset, src_tok: Tokenizer, tgt_tok: Tokenizer, num_proc: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each pair's source and target length in this epoch's segmentation, measured in up
+        to `num_proc` processes (0: one per usable core): batches planned on the cached lengths
+        would overrun the token budget, since dropout lengthens most pairs."""
+
+        def measure(rows: dict[str, list]) -> dict[str, list[int]]:
+            resampled = [
+                self.resample(dict(zip(rows, values, strict=True)), src_tok, tgt_tok)
+                for values in zip(*rows.values(), strict=True)
+            ]
+            return {
+                "src_len": [len(row["src_ids"]) for row in resampled],
+                "tgt_len": [len(row["tgt_ids"]) for row in resampled],
+            }
+
+        columns = ["src", "tgt", "index", "src_ids", "tgt_ids"]
+        measured = train.select_columns(columns).map(
+            measure,
+            batched=True,
+            remove_columns=columns,
+            keep_in_memory=True,
+            num_proc=map_processes(len(train), num_proc),
+            desc=f"BPE-dropout lengths, epoch {self.epoch}",
+        )
+        return column(measured, "src_len"), column(measured, "tgt_len")
 
 
 class Collator:

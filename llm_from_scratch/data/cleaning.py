@@ -70,10 +70,16 @@ def tokenize(
             "tgt_len": [len(ids) for ids in tgt_ids],
         }
 
-    processes = min(num_proc or usable_cores(), len(pairs) // MIN_PAIRS_PER_PROCESS)
     return pairs.map(
-        encode, batched=True, num_proc=processes if processes > 1 else None, desc="tokenizing"
+        encode, batched=True, num_proc=map_processes(len(pairs), num_proc), desc="tokenizing"
     )
+
+
+def map_processes(pairs: int, num_proc: int) -> int | None:
+    """`Dataset.map`'s `num_proc` for `pairs` pairs and up to `num_proc` processes (0: one per
+    usable core); None, one process, when the pairs are too few to share out."""
+    processes = min(num_proc or usable_cores(), pairs // MIN_PAIRS_PER_PROCESS)
+    return processes if processes > 1 else None
 
 
 def drop_masks(

@@ -140,10 +140,11 @@ class LoadingConfig:
     pool_size: int = 65536
     shuffle_seed: int = 1234
     num_workers: int = 0  # DataLoader worker processes
-    num_proc: int = 0  # processes for tokenizing (`Dataset.map`); 0: one per usable core
+    num_proc: int = 0  # processes for tokenizing and BPE-dropout (`Dataset.map`); 0: one a core
     # BPE-dropout (Provilkov et al., 2020): each epoch re-segments the training pairs, skipping
     # each merge with this probability (0.1 in the paper), a regularizer for small corpora.
-    # Batches are planned on the cached lengths, so each holds more padding.
+    # Before each epoch its segmentation's lengths are measured (in `num_proc` processes), so
+    # that batches are planned on what they will hold.
     bpe_dropout: float = 0.0
 
     def __post_init__(self) -> None:

@@ -18,11 +18,12 @@ import logging
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 import pyarrow.compute as pc
 import torch
 from torch.utils.data import DataLoader
@@ -55,6 +56,10 @@ class DataModule:
     tgt_tok: Tokenizer
     splits: dict[str, datasets.Dataset]
     report: CleaningReport  # of the train split; held-out splits are kept whole
+    # The BPE-dropout of the latest epoch and its pairs' lengths (`train_loader`).
+    _lengths: tuple[BPEDropout, tuple[np.ndarray, np.ndarray]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def train_loader(
         self,
@@ -68,9 +73,15 @@ class DataModule:
         """This rank's batches of `epoch`, from its batch `start_batch` on (to resume), of
         `batch_tokens` (default: `data.loading.batch_tokens`)."""
         train, loading = self.splits["train"], self.cfg.loading
+        bpe_dropout = None
+        lengths = column(train, "src_len"), column(train, "tgt_len")
+        if loading.bpe_dropout:
+            bpe_dropout = BPEDropout(
+                loading.bpe_dropout, loading.shuffle_seed, epoch, self.cfg.cleaning.max_tokens
+            )
+            lengths = self._resampled_lengths(bpe_dropout)
         sampler = TokenBudgetBatchSampler(
-            column(train, "src_len"),
-            column(train, "tgt_len"),
+            *lengths,
             batch_tokens or loading.batch_tokens,
             seed=loading.shuffle_seed,
             pool_size=loading.pool_size,
@@ -78,14 +89,22 @@ class DataModule:
             world_size=world_size,
         )
         sampler.set_epoch(epoch, start_batch)
-        bpe_dropout = None
-        if loading.bpe_dropout:
-            bpe_dropout = BPEDropout(
-                loading.bpe_dropout, loading.shuffle_seed, epoch, self.cfg.cleaning.max_tokens
-            )
         return self._loader(
             train, sampler, device, Collator(self.src_tok, self.tgt_tok, bpe_dropout)
         )
+
+    def _resampled_lengths(self, bpe_dropout: BPEDropout) -> tuple[np.ndarray, np.ndarray]:
+        """The epoch's lengths under `bpe_dropout`, kept for the epoch's later loaders."""
+        if self._lengths is None or self._lengths[0] != bpe_dropout:
+            train, num_proc = self.splits["train"], self.cfg.loading.num_proc
+            started = time.perf_counter()
+            lengths = bpe_dropout.lengths(train, self.src_tok, self.tgt_tok, num_proc)
+            self._lengths = (bpe_dropout, lengths)
+            logger.info(
+                f"BPE-dropout: epoch {bpe_dropout.epoch}'s segmentation measured "
+                f"({len(train):,} pairs, {time.perf_counter() - started:.1f} s)"
+            )
+        return self._lengths[1]
 
     def eval_loader(self, split: str, device: torch.device | str = "cpu") -> DataLoader:
         """All of `split` (dev or test), sorted by length; `Batch.indices` map back to its rows."""

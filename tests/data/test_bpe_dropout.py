@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from llm_from_scratch.data.batch import Batch, BPEDropout
+from llm_from_scratch.data.cleaning import column
 from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
@@ -52,6 +53,17 @@ def test_an_epoch_is_reproducible_and_resumable_and_the_next_one_differs(data):
     resumed_rows, epoch0_rows = rows_of(resumed), rows_of(epoch0)
     assert resumed_rows == {i: epoch0_rows[i] for i in resumed_rows}
     assert rows_of(list(data.train_loader(epoch=1))) != rows_of(epoch0)
+
+
+def test_batches_are_planned_on_the_resampled_lengths(data):
+    # Planned on the cached lengths, the same batches held the longer samples and overran it.
+    budget = data.cfg.loading.batch_tokens
+    batches = list(data.train_loader(epoch=0))
+    for batch in batches:
+        assert batch.src.numel() + batch.tgt_in.numel() <= budget or len(batch.indices) == 1
+    cached = column(data.splits["train"], "src_len") + column(data.splits["train"], "tgt_len")
+    resampled = {i: len(src) + len(tgt) - 2 for i, (src, tgt) in rows_of(batches).items()}
+    assert sum(resampled.values()) > cached.sum()  # the samples are longer than the cache
 
 
 def test_a_sample_over_max_tokens_keeps_the_cached_ids(data):
