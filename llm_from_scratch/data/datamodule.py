@@ -74,12 +74,13 @@ class DataModule:
         `batch_tokens` (default: `data.loading.batch_tokens`)."""
         train, loading = self.splits["train"], self.cfg.loading
         bpe_dropout = None
-        lengths = column(train, "src_len"), column(train, "tgt_len")
         if loading.bpe_dropout:
             bpe_dropout = BPEDropout(
                 loading.bpe_dropout, loading.shuffle_seed, epoch, self.cfg.cleaning.max_tokens
             )
             lengths = self._resampled_lengths(bpe_dropout)
+        else:
+            lengths = column(train, "src_len"), column(train, "tgt_len")
         sampler = TokenBudgetBatchSampler(
             *lengths,
             batch_tokens or loading.batch_tokens,
