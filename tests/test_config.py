@@ -238,6 +238,7 @@ def test_the_kftt_recipe_trains_two_hours_on_either_kftt_corpus_in_either_direct
     assert kftt.training.lr == 1.0e-3 < default.training.lr
     assert kftt.data.loading.batch_tokens == 4096 == default.data.loading.batch_tokens
     assert kftt.data.loading.bpe_dropout == 0.0  # kept off over 0.1
+    assert (kftt.tokenizer.vocab_size, kftt.tokenizer.shared) == (8000, False)  # over 16k, 32k
     assert kyoto_wiki.data.loading == kftt.data.loading
     on_the_mirror = train_config("experiment=kftt", "data=kyoto_wiki").data
     assert on_the_mirror.name == "kyoto_wiki" and on_the_mirror.loading == kftt.data.loading
