@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 import datasets
 import numpy as np
@@ -80,6 +80,8 @@ class BPEDropout:
     seed: int
     epoch: int
     max_tokens: int
+    # The row columns `resample` reads: the texts to re-segment and the cached ids to fall back on.
+    columns: ClassVar[tuple[str, ...]] = ("src_ids", "tgt_ids", "index", "src", "tgt")
 
     def resample(
         self, row: dict[str, Any], src_tok: Tokenizer, tgt_tok: Tokenizer
@@ -108,11 +110,10 @@ class BPEDropout:
                 "tgt_len": [len(row["tgt_ids"]) for row in resampled],
             }
 
-        columns = ["src", "tgt", "index", "src_ids", "tgt_ids"]
-        measured = train.select_columns(columns).map(
+        measured = train.select_columns(list(self.columns)).map(
             measure,
             batched=True,
-            remove_columns=columns,
+            remove_columns=list(self.columns),
             keep_in_memory=True,
             num_proc=map_processes(len(train), num_proc),
             desc=f"BPE-dropout lengths, epoch {self.epoch}",
@@ -134,8 +135,9 @@ class Collator:
     @property
     def columns(self) -> list[str]:
         """The dataset columns a row must carry."""
-        text = ["src", "tgt"] if self.bpe_dropout is not None else []
-        return ["src_ids", "tgt_ids", "index", *text]
+        if self.bpe_dropout is not None:
+            return list(self.bpe_dropout.columns)
+        return ["src_ids", "tgt_ids", "index"]
 
     def __call__(self, rows: Sequence[dict[str, Any]]) -> Batch:
         if self.bpe_dropout is not None:
