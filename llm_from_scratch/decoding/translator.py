@@ -509,8 +509,8 @@ class Translator:
         return _one_line(self.tgt_tok.decode(hyp.tokens))
 
     def _loops(self, source: str, text: str) -> bool:
-        """Whether `text` repeats a word 4-gram 3 times where `source` does not, as evaluation
-        counts loops (`evaluation/fidelity.py`)."""
+        """Whether `text` loops where `source` does not (a unit of 1 to 4 words 3 times in a row,
+        or a word 4-gram 3 times), as evaluation counts loops (`evaluation/fidelity.py`)."""
         return loops(source, text, self.source_lang, self.target_lang)
 
     def sentences(self, text: str) -> list[SourceSentence]:

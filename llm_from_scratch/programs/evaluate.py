@@ -60,6 +60,8 @@ from llm_from_scratch.evaluation.corpora import rows_by_corpus, spread_rows
 from llm_from_scratch.evaluation.fidelity import (
     LOOP_NGRAM,
     LOOP_TIMES,
+    STUTTER_TIMES,
+    STUTTER_UNIT_WORDS,
     looping_outputs,
     number_fidelity,
 )
@@ -385,7 +387,7 @@ def score(
         has_repeated_ngram(t.candidates[0].tokens) for t in translations if t.candidates
     )
     metrics["number_fidelity"] = number_fidelity(sources, plain_hyps).to_dict()
-    # Outputs repeating a word 4-gram 3 times where their source does not: loops.
+    # Outputs that stutter or repeat a word 4-gram where their source does not: loops.
     metrics["loops"] = len(looping_outputs(sources, plain_hyps, source_lang, target_lang))
     return metrics
 
@@ -438,8 +440,9 @@ def _print_summary(metrics: dict[str, Any], output_dir: Path) -> None:
         f"{metrics[f'repeated_{REPEAT_NGRAM}gram']} with a repeated {REPEAT_NGRAM}-gram"
     )
     print(
-        f"numbers kept: {_numbers_kept(metrics)}; {metrics['loops']} outputs repeat a "
-        f"{LOOP_NGRAM}-gram {LOOP_TIMES} times where the source does not"
+        f"numbers kept: {_numbers_kept(metrics)}; {metrics['loops']} outputs loop where the "
+        f"source does not (1 to {STUTTER_UNIT_WORDS} words {STUTTER_TIMES} times in a row, or a "
+        f"{LOOP_NGRAM}-gram {LOOP_TIMES} times)"
     )
     for corpus, scores in metrics.get("corpora", {}).items():
         print(
