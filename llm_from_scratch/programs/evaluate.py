@@ -46,7 +46,6 @@ from llm_from_scratch.data.corpus import (
 )
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.decoding.ctranslate2_engine import ENGINES
 from llm_from_scratch.decoding.translator import (
     Translation,
     Translator,
@@ -76,6 +75,7 @@ from llm_from_scratch.export.ctranslate2_model import run_export_dir
 from llm_from_scratch.paths import PathsConfig, check_directory, config_dir
 from llm_from_scratch.programs.arguments import (
     DEFAULT_RUN,
+    ENGINES,
     HYDRA_CFG_OPTIONS,
     HYDRA_OPTIONS,
     Parser,
@@ -91,11 +91,10 @@ from llm_from_scratch.programs.arguments import (
     refuse_unknown_option,
     without_flags,
 )
+from llm_from_scratch.programs.command import exit_on_user_error, run_main
 from llm_from_scratch.programs.common import (
     compose_config,
-    exit_on_user_error,
     register_schema,
-    run_main,
 )
 from llm_from_scratch.schema import to_schema
 
