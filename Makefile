@@ -18,7 +18,9 @@ BENCH_LOG ?= runs/bench.log
 .PHONY: help setup data tokenizer train translate eval serve export tensorboard test test-full lint bench clean
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@# Colour only at a terminal: piped or redirected, the list is plain text.
+	@if [ -t 1 ]; then on='\033[36m'; off='\033[0m'; else on=''; off=''; fi; \
+	awk -v on="$$on" -v off="$$off" 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %s%-12s%s %s\n", on, $$1, off, $$2}' $(MAKEFILE_LIST)
 
 setup: $(STAMP) ## Create .venv and install torch, then the project with its dev, bench, serve and export extras (once)
 

@@ -30,6 +30,8 @@ _NUMBER = re.compile(
     rf"(?<![\d.])(?:(?P<phone>{_PHONE})|(?P<whole>\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.(?P<fraction>\d+))?)"
 )
 _DASHES = str.maketrans(dict.fromkeys(_DASH, "-"))
+# A unit or counter written right after a number in Japanese (歳, 円, 人, 時, ％, キロ, メートル).
+_UNIT = re.compile("[々〇\u4e00-\u9fff\u30a1-\u30fa%％][\u4e00-\u9fff\u30a1-\u30fcー]*")
 # A number's digits and a phone number's hyphens as Japanese text writes them; the separators
 # `,` and `.` are left to the caller, which may copy the ones a text already uses.
 FULL_WIDTH_DIGITS = str.maketrans("0123456789-", "０１２３４５６７８９－")
@@ -44,6 +46,18 @@ class Number:
     value: str  # canonical: ASCII, no thousands separators or leading zeros (`05` is `5`); a
     # phone number's digits as written, its groups joined by `-`
     grouped: bool  # written with thousands separators
+
+    @property
+    def is_phone(self) -> bool:
+        """Whether it is a phone number, which takes no unit (no ０３－１２３４－５６７８歳)."""
+        return "-" in self.value
+
+
+def unit_end(text: str, end: int) -> int:
+    """Where the unit or counter that `text` writes right after a number ending at `end` ends:
+    `end` itself when there is none."""
+    unit = _UNIT.match(text, end)
+    return unit.end() if unit else end
 
 
 def find_numbers(text: str) -> list[Number]:

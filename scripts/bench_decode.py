@@ -37,7 +37,8 @@ from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.precision import select_precision
-from llm_from_scratch.programs.common import compose_config, exit_on_user_error
+from llm_from_scratch.programs.command import exit_on_user_error
+from llm_from_scratch.programs.common import compose_config
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 

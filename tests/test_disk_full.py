@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from llm_from_scratch.programs.common import exit_on_user_error
+from llm_from_scratch.programs.command import exit_on_user_error
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.run_dir import claim
 

@@ -8,14 +8,16 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import datasets
 import numpy as np
 import torch
 
 from llm_from_scratch.data.cleaning import column, map_processes
 from llm_from_scratch.data.protocols import Tokenizer, model_text
+
+if TYPE_CHECKING:  # a translator reads no corpus, and importing datasets is slow
+    import datasets
 
 
 @dataclass

@@ -6,13 +6,16 @@ Normalization is the tokenizer's own (`tok.normalize`), so "empty" means empty t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import datasets
 import numpy as np
 
 from llm_from_scratch.data.config import CORPUS_COLUMN, CleaningConfig
 from llm_from_scratch.data.protocols import Tokenizer, model_text
 from llm_from_scratch.device import usable_cores
+
+if TYPE_CHECKING:  # a translator reads no corpus, and importing datasets is slow
+    import datasets
 
 DROP_REASONS = ("empty", "too_long", "length_ratio")
 # What a mixture removes from its train pairs before they are tokenized (data/mixture.py).

@@ -12,9 +12,10 @@ corpus text holds, so the tokenizers learn them as characters of their own.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
-from llm_from_scratch.numbers import FULL_WIDTH_DIGITS, Number, find_numbers
+from llm_from_scratch.numbers import FULL_WIDTH_DIGITS, Number, find_numbers, unit_end
 
 # What a train pair's number masking does, for the keys of the caches and tokenizers built from
 # masked text: bumped when it changes (2: a phone number is one number), so that none built
@@ -26,6 +27,7 @@ PLACEHOLDERS = tuple(chr(0xE000 + k) for k in range(8))
 NAME_PLACEHOLDERS = tuple(chr(0xE010 + k) for k in range(4))
 _INDEX = {placeholder: k for k, placeholder in enumerate(PLACEHOLDERS + NAME_PLACEHOLDERS)}
 _DROP_PLACEHOLDERS = dict.fromkeys(map(ord, PLACEHOLDERS))
+_PLACEHOLDER = re.compile(f"[{''.join(PLACEHOLDERS)}]")
 _FULL_WIDTH = FULL_WIDTH_DIGITS | str.maketrans(",.", "，．")
 
 
@@ -57,13 +59,19 @@ def mask_numbers(text: str) -> tuple[str, list[str]]:
 def restore_numbers(text: str, numbers: list[str], language: str) -> str:
     """`text`, in `language`, with each placeholder written back as its number (in Japanese in
     full-width digits, separators and a phone number's hyphens, as the corpora write them); a
-    placeholder with no number (the model wrote one its source lacks) is dropped."""
+    placeholder with no number (the model wrote one its source lacks) is dropped, and so is a
+    unit the model wrote after a phone number's (０９０－１２３４－５６７８歳), which takes none."""
     if language == "ja":
         numbers = [number.translate(_FULL_WIDTH) for number in numbers]
-    written = {
-        ord(PLACEHOLDERS[k]): number for k, number in enumerate(numbers[: len(PLACEHOLDERS)])
-    }
-    return text.translate(_DROP_PLACEHOLDERS | written)
+    written = dict(zip(PLACEHOLDERS, numbers[: len(PLACEHOLDERS)], strict=False))
+    parts, position = [], 0
+    for placeholder in _PLACEHOLDER.finditer(text):
+        number = written.get(placeholder[0], "")
+        parts += [text[position : placeholder.start()], number]
+        found = find_numbers(number)
+        unitless = len(found) == 1 and found[0].is_phone
+        position = unit_end(text, placeholder.end()) if unitless else placeholder.end()
+    return "".join(parts) + text[position:]
 
 
 def has_placeholders(text: str) -> bool:

@@ -7,5 +7,6 @@ beam.py           beam_search (GNMT length penalty, n-best)
 batched.py        decode_pieces: length-sorted token-budget batches (translation and validation)
 ensemble.py       Ensemble: several checkpoints decoding as one model
 translator.py     Translator: text in, text out (cleaning, sentences and lines, long input)
+lines.py          a text's lines, cleaned, and InputError: what needs no model (nor torch)
 number_repair.py  repair_numbers: a translation's changed numbers set back to its source's
 """

@@ -31,11 +31,12 @@ class DecodingConfig:
     # numbers (after the repair; placeholders too, preferring one that repeats none), where one
     # does; the rest follow in score order. Translator only.
     numbers_first: bool = True
-    # Beam search: where a source's best hypothesis repeats a word 4-gram 3 times and the source
-    # does not (a loop, as evaluation counts them), search all `beam_size` hypotheses and return
-    # first the best that does not loop; where all loop, search once more banning repeated token
-    # pairs, then, where those all loop too, repeated tokens. A clause-split sentence whose
-    # clauses loop joined is searched again in one piece. Translator only.
+    # Beam search: where a source's best hypothesis loops and the source does not (a unit of 1 to
+    # 4 words 3 times in a row, or a word 4-gram 3 times: evaluation's loops), search all
+    # `beam_size` hypotheses and return first the best that does not loop; where all loop, search
+    # once more banning repeated token pairs, then, where those all loop too, repeated tokens. A
+    # clause-split sentence whose clauses loop joined is searched again in one piece. Translator
+    # only.
     avoid_loops: bool = True
     # Translate a sentence of more source tokens than this clause by clause: cut after its commas,
     # semicolons and colons, the clauses packed into pieces of at most this many tokens. A model

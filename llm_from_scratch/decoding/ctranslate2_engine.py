@@ -52,7 +52,6 @@ from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.special_tokens import BOS, PAD
 
-ENGINES = ("torch", "ctranslate2")
 NO_PENALTY = 1e-9
 # At most this many search rows (sources × beam) per batch when batches run side by side on
 # single-threaded workers: enough to amortize a step's overhead; a call of fewer sources is

@@ -11,7 +11,9 @@ number is scaled by a word ("2 million"): its Japanese (200万) is not the same 
 A replacement is written like the number it replaces: full-width digits where that number's are,
 its thousands separator and decimal point; a number too short to show whether it would be
 grouped is grouped as the source's is. A kanji unit after the replaced digits goes with them
-(２万円 → １，２００円), since the digits now say the whole amount.
+(２万円 → １，２００円), since the digits now say the whole amount; so does any unit after digits
+replaced by a phone number, which takes none (２５歳 → ０９０－１２３４－５６７８): the repair
+never writes a unit after a number that its source does not give one.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 import unicodedata
 from collections import Counter
 
-from llm_from_scratch.numbers import FULL_WIDTH_DIGITS, Number, find_numbers
+from llm_from_scratch.numbers import FULL_WIDTH_DIGITS, Number, find_numbers, unit_end
 
 _KANJI_UNITS = re.compile(r"[十百千万億兆]+")
 _SCALE_WORD = re.compile(r"\s*(?:thousand|million|billion|trillion)\b", re.IGNORECASE)
@@ -43,7 +45,10 @@ def repair_numbers(source: str, translation: str) -> str:
             translation[position : replaced.start],
             _written_like(number, translation[replaced.start : replaced.end]),
         ]
-        position = units.end() if units else replaced.end
+        if number.is_phone:
+            position = unit_end(translation, replaced.end)
+        else:
+            position = units.end() if units else replaced.end
     repaired = "".join(parts) + translation[position:]
     # A number written next to a separator can merge with its neighbour (０,０ → ０,１００ reads
     # as one number): such a repair would change what it meant to restore.

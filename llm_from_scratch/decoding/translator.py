@@ -55,9 +55,9 @@ from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
 from llm_from_scratch.decoding.ensemble import Ensemble
+from llm_from_scratch.decoding.lines import BATCH_LINES, clean, one_line, split_lines
 from llm_from_scratch.decoding.number_repair import keeps_numbers, repair_numbers
 from llm_from_scratch.device import resolve_device
-from llm_from_scratch.errors import UserError
 from llm_from_scratch.evaluation.fidelity import loops
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.numbers import find_numbers
@@ -76,19 +76,10 @@ _CLAUSE_END = re.compile(rf"[{_CLAUSE_MARKS}]\s*$")
 # A language's full stop, and the comma that replaces it where a piece of a sentence ends.
 _STOP_AND_COMMA = {"ja": ("。", "、"), "en": (".", ",")}
 _LANGUAGES_WITHOUT_SPACES = ("ja", "zh", "th")
-# The characters of Unicode's categories Cc, Zl and Zp: control characters and line breaks.
-_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-# Lines `translate_iter` translates at a time: enough for several length-sorted batches of
-# similar length, few enough that translations come out steadily.
-BATCH_LINES = 256
 # `decoding.avoid_loops`: the no-repeat n-gram sizes of the searches of a piece whose every
 # hypothesis loops, in order: repeated token pairs banned, then any repeated token (a word that
 # is one token, わけではない, repeats without repeating a pair).
 TIGHTER_NO_REPEATS = (2, 1)
-
-
-class InputError(UserError):
-    """Text that cannot be translated, e.g. not valid Unicode."""
 
 
 @dataclass
@@ -506,11 +497,11 @@ class Translator:
 
     def _text(self, hyp: Hypothesis) -> str:
         """The output text of `hyp`, on one line."""
-        return _one_line(self.tgt_tok.decode(hyp.tokens))
+        return one_line(self.tgt_tok.decode(hyp.tokens))
 
     def _loops(self, source: str, text: str) -> bool:
-        """Whether `text` repeats a word 4-gram 3 times where `source` does not, as evaluation
-        counts loops (`evaluation/fidelity.py`)."""
+        """Whether `text` loops where `source` does not (a unit of 1 to 4 words 3 times in a row,
+        or a word 4-gram 3 times), as evaluation counts loops (`evaluation/fidelity.py`)."""
         return loops(source, text, self.source_lang, self.target_lang)
 
     def sentences(self, text: str) -> list[SourceSentence]:
@@ -518,8 +509,8 @@ class Translator:
         the corpus's style, and split into pieces the model can take (none for an empty text).
         `split_sentences` knows English and Japanese punctuation alike, so either may be read."""
         sentences = []
-        for line, text_line in enumerate(_lines(text)):
-            for sentence in split_sentences(_clean(text_line)):
+        for line, text_line in enumerate(split_lines(text)):
+            for sentence in split_sentences(clean(text_line)):
                 styled, numbers = prepare_source(sentence, self.source_style), []
                 if self.number_placeholders:
                     styled, numbers = mask_numbers(styled)
@@ -589,7 +580,7 @@ class Translator:
                 self._sentence(source, sentence_hyps)
                 for source, sentence_hyps in zip(sentences, hyps, strict=True)
             ]
-            lines: list[list[str]] = [[] for _ in _lines(text)]
+            lines: list[list[str]] = [[] for _ in split_lines(text)]
             for source, translation in zip(sentences, translated, strict=True):
                 lines[source.line].append(translation.text)
             candidates.append(
@@ -626,29 +617,6 @@ class Translator:
 
 def _direction(data: DataConfig) -> str:
     return f"{data.source_lang}-{data.target_lang}"
-
-
-def _lines(text: str) -> list[str]:
-    """The lines of `text`, a final line break (as a file's lines end) not starting another."""
-    lines = text.split("\n")
-    return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
-
-
-def _clean(text: str) -> str:
-    """Reject text that is not valid Unicode; control characters become spaces."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:  # lone surrogates, e.g. undecodable bytes in argv
-        raise InputError(
-            f"input is not valid UTF-8 text (at character {error.start}: "
-            f"{text[max(0, error.start - 10) : error.start + 10]!r})"
-        ) from None
-    return _one_line(text).strip()
-
-
-def _one_line(text: str) -> str:
-    """Control characters and line separators as spaces: one line in, one line out."""
-    return _BREAKING.sub(" ", text)
 
 
 def _split_once(text: str) -> list[str]:

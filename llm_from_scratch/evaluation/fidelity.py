@@ -8,23 +8,38 @@ with two 3s needs two in its output. Numbers written in kanji (三時, 千二百
 units (12万円 for 120,000) do not count: the metric is strict, and the references of
 tests/data/everyday.ja write numbers in digits.
 
-A loop is an output that repeats some 4-gram 3 times while its source repeats none; n-grams are
-words as BLEU counts them in each side's language (MeCab for Japanese, sacreBLEU's 13a for
-English), so the count does not depend on the model's vocabulary.
+A loop is an output that repeats itself where its source does not: it stutters (a unit of 1 to 4
+words three or more times in a row: 大阪大阪大阪, 来週の来週の来週の) or writes some 4-gram three
+times anywhere. Words are those BLEU counts in each side's language (MeCab for Japanese,
+sacreBLEU's 13a for English), so the count does not depend on the model's vocabulary; a unit's
+copies are compared as text, since MeCab may cut the same characters differently in a row (一番
+/ 一 番 / 一番). A number's own digits are spared, as the no-repeat ban spares them: a number is
+one word, unless the source lacks it and its digits stutter four times in a row (１６６６６６,
+００００００), zeros after its first digit counted as one (１００００, in a number of at most
+`MAX_SPARED_NUMBER_RUN` characters); a year or a count repeats a digit three times (１９９９,
+１１１).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 from llm_from_scratch.evaluation.metrics import word_bleu
-from llm_from_scratch.numbers import numbers
+from llm_from_scratch.numbers import find_numbers, numbers
 
 LOOP_NGRAM = 4
 LOOP_TIMES = 3
+STUTTER_UNIT_WORDS = 4  # the longest unit a stutter repeats, in words
+STUTTER_TIMES = 3
+NUMBER_STUTTER_TIMES = 4  # within a number the source lacks: 1999 and 111 are numbers
+# The longest number whose zeros are spared, as the no-repeat ban spares numbers
+# (decoding/common.py): past it a run of digits is a loop, not a number.
+MAX_SPARED_NUMBER_RUN = 16
+_ZEROS = re.compile("[0０]+")
 
 
 @dataclass
@@ -70,6 +85,37 @@ def has_loop(words: Sequence[Hashable], n: int = LOOP_NGRAM, times: int = LOOP_T
     return any(count >= times for count in counts.values())
 
 
+def has_stutter(
+    words: Sequence[str], unit_words: int = STUTTER_UNIT_WORDS, times: int = STUTTER_TIMES
+) -> bool:
+    """Whether some unit of 1 to `unit_words` consecutive `words` is followed by copies of itself
+    to make `times` in a row. Copies are compared as text and need only start and end between
+    words, so 一番 / 一 番 / 一番 is 一番 three times. A unit without a letter or a digit (……, ！)
+    is punctuation, not a stutter; case is ignored (Ha ha ha)."""
+    folded = [word.casefold() for word in words]
+    joined = "".join(folded)
+    offsets = [0]
+    for word in folded:
+        offsets.append(offsets[-1] + len(word))
+    between = set(offsets)
+    for start in range(len(folded)):
+        for end in range(start + 1, min(start + unit_words, len(folded)) + 1):
+            unit = joined[offsets[start] : offsets[end]]
+            if not any(char.isalnum() for char in unit):
+                continue
+            copies, position = 1, offsets[end]
+            while joined.startswith(unit, position) and position + len(unit) in between:
+                copies, position = copies + 1, position + len(unit)
+            if copies >= times:
+                return True
+    return False
+
+
+def repeats_itself(words: Sequence[str]) -> bool:
+    """The loop detector (see the module docstring): a stutter, or a 4-gram three times."""
+    return has_stutter(words) or has_loop(words)
+
+
 def looping_outputs(
     sources: Sequence[str],
     hypotheses: Sequence[str],
@@ -77,8 +123,8 @@ def looping_outputs(
     target_lang: str,
     segment_target: Callable[[str], str] | None = None,
 ) -> list[int]:
-    """Positions of the hypotheses (in `target_lang`) that repeat a 4-gram 3 times where their
-    source (in `source_lang`) does not; words as BLEU cuts them in each language.
+    """Positions of the hypotheses (in `target_lang`) that loop where their source (in
+    `source_lang`) does not: `repeats_itself` of their words as BLEU cuts them in each language.
 
     `segment_target` splits a hypothesis into space-separated words instead of BLEU.
     """
@@ -97,10 +143,37 @@ def loops(
     segment_target: Callable[[str], str] | None = None,
 ) -> bool:
     """Whether `hypothesis` is a loop of `source`: `looping_outputs` of one pair."""
+    kept = set(numbers(source))
     segment = segment_target or word_splitter(target_lang)
-    return has_loop(segment(hypothesis).split()) and not has_loop(
-        word_splitter(source_lang)(source).split()
-    )
+    if not repeats_itself(loop_words(hypothesis, segment, kept)):
+        return False
+    return not repeats_itself(loop_words(source, word_splitter(source_lang), kept))
+
+
+def loop_words(text: str, segment: Callable[[str], str], kept: set[str]) -> list[str]:
+    """The words of `text` the loop detector compares: `segment`'s, but for its numbers (see the
+    module docstring), whose values in `kept` (the source's) are spared whatever their digits."""
+    words, position = [], 0
+    for number in find_numbers(text):
+        words += segment(text[position : number.start]).split()
+        written = text[number.start : number.end]
+        digits = [] if number.value in kept else _digit_words(written)
+        words += digits if has_stutter(digits, times=NUMBER_STUTTER_TIMES) else [written]
+        position = number.end
+    return words + segment(text[position:]).split()
+
+
+def _digit_words(written: str) -> list[str]:
+    """A number's digits a character a word, but each run of zeros after its first digit, which
+    a round number has (１００００), in a number of at most `MAX_SPARED_NUMBER_RUN` characters that
+    does not start with a zero."""
+    if len(written) > MAX_SPARED_NUMBER_RUN or _ZEROS.match(written):
+        return list(written)
+    words, position = [written[0]], 1
+    for zeros in _ZEROS.finditer(written, 1):
+        words += [*written[position : zeros.start()], zeros[0]]
+        position = zeros.end()
+    return words + list(written[position:])
 
 
 @cache

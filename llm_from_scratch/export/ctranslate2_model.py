@@ -106,7 +106,10 @@ def export_checkpoint(
     ctranslate2 = import_ctranslate2()
     output_dir = Path(output_dir)
     if output_dir.exists() and not force:
-        raise ExportError(f"{output_dir} exists; remove it or pass --force to replace it")
+        raise ExportError(
+            f"{output_dir} exists{_holding(output_dir)}; pass --force to replace it with this "
+            f"export ({quantization}), or --output DIR to write this one elsewhere"
+        )
     state = load_checkpoint(checkpoint)
     model, src_tok, tgt_tok, config = restore_for_inference(state, "cpu", origin=str(checkpoint))
     spec = transformer_spec(model, src_tok, tgt_tok, ctranslate2)
@@ -233,6 +236,16 @@ def _set_linear(spec: Any, weights: dict[str, np.ndarray], name: str) -> None:
 
 def _set_norm(spec: Any, weights: dict[str, np.ndarray], name: str) -> None:
     spec.gamma, spec.beta = weights[f"{name}.weight"], weights[f"{name}.bias"]
+
+
+def _holding(directory: Path) -> str:
+    """What the export at `directory` holds, for a refusal to write over it: its quantization
+    and step (nothing where it is no export this version reads)."""
+    try:
+        manifest = read_manifest(directory)
+    except ExportError:
+        return ""
+    return f" (an export of step {manifest['step']}, {manifest['quantization']})"
 
 
 def run_export_dir(runs_dir: str | Path, run: str) -> Path:

@@ -13,10 +13,11 @@ import re
 from collections.abc import Sequence
 from typing import NoReturn
 
-from llm_from_scratch.decoding.ctranslate2_engine import ENGINES
 from llm_from_scratch.errors import UserError
 
 DEFAULT_RUN = "default"  # the run `make train` makes
+# What `--engine` decodes with: the checkpoint in torch, or its CTranslate2 export.
+ENGINES = ("torch", "ctranslate2")
 # Config keys that have a flag, with the flag.
 FLAGS = {
     "run": "--run",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
-from llm_from_scratch.programs.common import run_main
+from llm_from_scratch.programs.command import run_main
 from llm_from_scratch.training.averaging import (
     average_checkpoints,
     missing_snapshot,

@@ -1,11 +1,8 @@
-"""What the programs share: one-line errors, Hydra composition outside `hydra.main`."""
+"""What the Hydra programs share: composition outside `hydra.main`, schemas, the path check."""
 
 from __future__ import annotations
 
-import logging
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,42 +13,12 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from llm_from_scratch.atomic import disk_full_error
-from llm_from_scratch.errors import ConfigError, UserError
+from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import PathsConfig, check_directory, config_dir
+from llm_from_scratch.programs.command import exit_on_user_error
 from llm_from_scratch.schema import to_schema
 
 Schema = TypeVar("Schema")
-
-
-@contextmanager
-def exit_on_user_error() -> Iterator[None]:
-    """Turn a `UserError` into `error: <message>` on stderr and exit status 2; a full disk too,
-    wherever the write that found it was (a lock file, a library's cache). Logging's own write
-    errors are not printed: on a full disk each log line would print a traceback."""
-    logging.raiseExceptions = False
-    try:
-        yield
-    except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
-    except Exception as error:
-        full = disk_full_error(error)
-        if full is None:
-            raise
-        where = f" writing {full.filename}" if full.filename else ""
-        print(
-            f"error: the disk is full{where} ({full.strerror}): free some space and run the "
-            "command again",
-            file=sys.stderr,
-        )
-        sys.exit(2)
-
-
-def run_main(main: Callable[[Sequence[str]], int]) -> None:
-    """Run a program's `main(argv)` as a command: its status is the exit status."""
-    with exit_on_user_error():
-        sys.exit(main(sys.argv[1:]))
 
 
 def register_schema(name: str, schema: type) -> None:

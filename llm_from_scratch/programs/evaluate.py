@@ -46,7 +46,6 @@ from llm_from_scratch.data.corpus import (
 )
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.decoding.ctranslate2_engine import ENGINES
 from llm_from_scratch.decoding.translator import (
     Translation,
     Translator,
@@ -60,6 +59,8 @@ from llm_from_scratch.evaluation.corpora import rows_by_corpus, spread_rows
 from llm_from_scratch.evaluation.fidelity import (
     LOOP_NGRAM,
     LOOP_TIMES,
+    STUTTER_TIMES,
+    STUTTER_UNIT_WORDS,
     looping_outputs,
     number_fidelity,
 )
@@ -74,6 +75,7 @@ from llm_from_scratch.export.ctranslate2_model import run_export_dir
 from llm_from_scratch.paths import PathsConfig, check_directory, config_dir
 from llm_from_scratch.programs.arguments import (
     DEFAULT_RUN,
+    ENGINES,
     HYDRA_CFG_OPTIONS,
     HYDRA_OPTIONS,
     Parser,
@@ -89,11 +91,10 @@ from llm_from_scratch.programs.arguments import (
     refuse_unknown_option,
     without_flags,
 )
+from llm_from_scratch.programs.command import exit_on_user_error, run_main
 from llm_from_scratch.programs.common import (
     compose_config,
-    exit_on_user_error,
     register_schema,
-    run_main,
 )
 from llm_from_scratch.schema import to_schema
 
@@ -385,7 +386,7 @@ def score(
         has_repeated_ngram(t.candidates[0].tokens) for t in translations if t.candidates
     )
     metrics["number_fidelity"] = number_fidelity(sources, plain_hyps).to_dict()
-    # Outputs repeating a word 4-gram 3 times where their source does not: loops.
+    # Outputs that stutter or repeat a word 4-gram where their source does not: loops.
     metrics["loops"] = len(looping_outputs(sources, plain_hyps, source_lang, target_lang))
     return metrics
 
@@ -438,8 +439,9 @@ def _print_summary(metrics: dict[str, Any], output_dir: Path) -> None:
         f"{metrics[f'repeated_{REPEAT_NGRAM}gram']} with a repeated {REPEAT_NGRAM}-gram"
     )
     print(
-        f"numbers kept: {_numbers_kept(metrics)}; {metrics['loops']} outputs repeat a "
-        f"{LOOP_NGRAM}-gram {LOOP_TIMES} times where the source does not"
+        f"numbers kept: {_numbers_kept(metrics)}; {metrics['loops']} outputs loop where the "
+        f"source does not (1 to {STUTTER_UNIT_WORDS} words {STUTTER_TIMES} times in a row, or a "
+        f"{LOOP_NGRAM}-gram {LOOP_TIMES} times)"
     )
     for corpus, scores in metrics.get("corpora", {}).items():
         print(

@@ -27,7 +27,7 @@ from llm_from_scratch.export.ctranslate2_model import (
 )
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.arguments import DEFAULT_RUN, Parser, parser_from_doc
-from llm_from_scratch.programs.common import run_main
+from llm_from_scratch.programs.command import run_main
 
 FORMATS = ("ctranslate2",)
 

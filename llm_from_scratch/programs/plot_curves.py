@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Sequence
 
 from llm_from_scratch.evaluation.curves import plot_curves
-from llm_from_scratch.programs.common import run_main
+from llm_from_scratch.programs.command import run_main
 
 
 def main(argv: Sequence[str]) -> int:

@@ -28,7 +28,7 @@ from llm_from_scratch.programs.arguments import (
     refuse_flag_key,
     refuse_unknown_option,
 )
-from llm_from_scratch.programs.common import run_main
+from llm_from_scratch.programs.command import run_main
 from llm_from_scratch.programs.translate import load_translator
 from llm_from_scratch.schema import with_overrides
 from llm_from_scratch.serving.config import ServingConfig

@@ -25,7 +25,8 @@ from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.device import contention, resolve_device, set_threads
 from llm_from_scratch.paths import check_directory, config_dir, project_root
-from llm_from_scratch.programs.common import compose_config, exit_on_user_error, register_schema
+from llm_from_scratch.programs.command import exit_on_user_error
+from llm_from_scratch.programs.common import compose_config, register_schema
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (

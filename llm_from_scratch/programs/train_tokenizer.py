@@ -15,7 +15,8 @@ from omegaconf import MISSING, DictConfig
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.paths import PathsConfig, config_dir
-from llm_from_scratch.programs.common import exit_on_user_error, register_schema
+from llm_from_scratch.programs.command import exit_on_user_error
+from llm_from_scratch.programs.common import register_schema
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig

@@ -27,13 +27,12 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tqdm import tqdm
-
-from llm_from_scratch.decoding.translator import BATCH_LINES, InputError, Translation, Translator
+# Only what parsing the command line needs is imported here: `--help` and a bad argument answer
+# at once. The model's modules (torch) are imported once the arguments are known.
+from llm_from_scratch.decoding.lines import BATCH_LINES, InputError
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.export.ctranslate2_model import run_export_dir
-from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.arguments import (
     Parser,
     UsageError,
@@ -44,7 +43,11 @@ from llm_from_scratch.programs.arguments import (
     refuse_flag_key,
     refuse_unknown_option,
 )
-from llm_from_scratch.programs.common import run_main
+from llm_from_scratch.programs.command import run_main
+from llm_from_scratch.programs.prompt import prompt_lines
+
+if TYPE_CHECKING:
+    from llm_from_scratch.decoding.translator import Translation, Translator
 
 _DECODING_PREFIX = "decoding."
 LANGUAGE_NAMES = {"en": "English", "ja": "Japanese"}  # in the interactive prompt's greeting
@@ -101,6 +104,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, str]]
 def load_translator(args: argparse.Namespace, decoding: dict[str, str]) -> Translator:
     """The translator the model flags (`add_model_arguments`, and `--nbest` where the program has
     it) ask for; which checkpoints it loaded goes to stderr."""
+    from llm_from_scratch.decoding.translator import Translator
+    from llm_from_scratch.export.ctranslate2_model import run_export_dir
+    from llm_from_scratch.paths import PathsConfig
+
     overrides = {"beam_size": args.beam, "nbest": getattr(args, "nbest", None), **decoding}
     options = {
         "device": args.device,
@@ -179,6 +186,8 @@ def write_with_progress(translator: Translator, lines: list[str], batch_lines: i
     """Translate and write `lines`, with a progress bar on stderr when it tells something: the
     output goes to a file or a pipe (at a terminal the translations show the progress), stderr
     is a terminal, and there is more than one group of lines."""
+    from tqdm import tqdm
+
     show = sys.stderr.isatty() and not sys.stdout.isatty() and len(lines) > batch_lines
     with tqdm(
         total=len(lines), unit="line", disable=not show, file=sys.stderr, dynamic_ncols=True
@@ -203,15 +212,7 @@ def write(
 def _interactive(translator: Translator) -> None:
     language = LANGUAGE_NAMES.get(translator.source_lang, translator.source_lang)
     print(f"Type {language} text and press Enter; Ctrl-D quits.", file=sys.stderr)
-    while True:
-        try:
-            line = input(f"{translator.source_lang}> ")
-        except (EOFError, KeyboardInterrupt):
-            print(file=sys.stderr)
-            return
-        except UnicodeDecodeError:
-            print("error: that line is not valid UTF-8", file=sys.stderr)
-            continue
+    for line in prompt_lines(f"{translator.source_lang}> "):
         try:
             write(translator.translate([line]))
         except UserError as error:

@@ -6,7 +6,9 @@ server's log only.
 Load is shed rather than queued without end: a body over `serving.max_body_bytes` is refused
 before it is read (413), a request that would queue more than `serving.max_queue` texts gets 503
 with `Retry-After`, as does one not answered within `serving.deadline_s`. A request whose client
-disconnects is dropped from the queue (and stops its batch when it was the batch's last)."""
+disconnects is dropped from the queue (and stops its batch when it was the batch's last). The
+body is JSON, sent with `Content-Type: application/json`; one without it gets 415 naming the
+header."""
 
 from __future__ import annotations
 
@@ -74,6 +76,7 @@ class ErrorResponse(BaseModel):
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorResponse, "description": "The body is not UTF-8 JSON"},
     413: {"model": ErrorResponse, "description": "The body is over serving.max_body_bytes"},
+    415: {"model": ErrorResponse, "description": "No Content-Type: application/json"},
     422: {"model": ErrorResponse, "description": "A field of the wrong type or out of limits"},
     503: {"model": ErrorResponse, "description": "Busy: the queue is full or the deadline passed"},
     500: {"model": ErrorResponse, "description": "Server error"},
@@ -121,6 +124,27 @@ def validation_message(errors: Sequence[Any]) -> str:
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
     more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
     return f"{where.removeprefix('.body').removeprefix('.') or 'body'}: {error['msg']}{more}"
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether a `Content-Type` names JSON, as FastAPI reads it: `application/json` or
+    `application/<something>+json`, with any parameters. FastAPI reads a body without one as no
+    JSON (`strict_content_type`): a web page elsewhere could send such a body to a server on
+    localhost without the browser asking the server first."""
+    mime = (content_type or "").split(";", 1)[0].strip().lower()
+    return mime == "application/json" or (
+        mime.startswith("application/") and mime.endswith("+json")
+    )
+
+
+def content_type_message(content_type: str | None) -> str:
+    """What a client sending its body without JSON's `Content-Type` is told."""
+    sent = content_type.split(";", 1)[0].strip() if content_type else "none"
+    return (
+        f"the body is read as JSON only with the header Content-Type: application/json (this "
+        f"request's: {sent}); with curl, send it with --json BODY or "
+        "-H 'Content-Type: application/json'"
+    )
 
 
 async def answer_while_wanted(
@@ -220,6 +244,10 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        content_type = request.headers.get("content-type")
+        if not is_json(content_type):
+            # The body was not read as JSON at all: say so, not what its bytes lack.
+            return JSONResponse({"error": content_type_message(content_type)}, status_code=415)
         status = 400 if error.errors()[0]["type"] == "json_invalid" else 422
         return JSONResponse({"error": validation_message(error.errors())}, status_code=status)
 

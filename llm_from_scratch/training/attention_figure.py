@@ -5,6 +5,7 @@ come from `teacher_forced_attention`, which the server's web page uses too."""
 from __future__ import annotations
 
 import functools
+import logging
 import unicodedata
 import warnings
 from collections.abc import Iterator, Sequence
@@ -19,9 +20,18 @@ if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn: it takes a s
 
     from llm_from_scratch.model.transformer import Seq2SeqTransformer
 
-# Fonts that hold Japanese glyphs, in order of preference (Debian: fonts-ipafont-gothic,
-# fonts-ipaexfont-gothic, fonts-noto-cjk). Without any, the figure is drawn with boxes for them.
+log = logging.getLogger(__name__)
+
+# Fonts that hold Japanese glyphs, in order of preference: IPAexGothic ships with the
+# matplotlib-fontja package (a dependency), the others are the system's (Debian:
+# fonts-ipafont-gothic, fonts-noto-cjk). Without any, Japanese is drawn as boxes, and the run
+# says so once.
 JAPANESE_FONTS = ("IPAexGothic", "IPAGothic", "IPAPGothic", "Noto Sans CJK JP", "Noto Sans JP")
+NO_JAPANESE_FONT = (
+    "no Japanese font for the attention figures: their Japanese labels are drawn as boxes; "
+    "install the project's dependency matplotlib-fontja (pip install matplotlib-fontja) or a "
+    "system font (Debian: apt-get install fonts-ipaexfont-gothic)"
+)
 _FONT_FILES = ("ipaexg", "ipag", "ipagp", "notosanscjk", "notosansjp")
 LABEL_POINTS = 10
 DPI = 120  # kanji of 10 points are a blur at 100 dpi
@@ -121,17 +131,26 @@ def _fonts() -> Iterator[None]:
 
 @functools.cache
 def _japanese_fonts() -> tuple[str, ...]:
-    """The installed fonts of `JAPANESE_FONTS`. matplotlib's font list is cached on disk when it
-    is first built, so fonts installed later are looked for among the system's font files."""
-    from matplotlib import font_manager
+    """The installed fonts of `JAPANESE_FONTS`, matplotlib-fontja's first; a warning, once, where
+    there is none. matplotlib's font list is cached on disk when it is first built, so fonts
+    installed later are looked for among the system's font files."""
+    from matplotlib import font_manager, rc_context
 
     def known() -> set[str]:
         return {entry.name for entry in font_manager.fontManager.ttflist}
 
+    try:
+        with rc_context():  # importing it makes its font every figure's: only ours use it
+            import matplotlib_fontja  # noqa: F401  (adds its font to matplotlib's list)
+    except ImportError:
+        pass
     if not known().intersection(JAPANESE_FONTS):
         for path in font_manager.findSystemFonts():
             name = path.rsplit("/", 1)[-1].lower().replace("-", "")
             if name.startswith(_FONT_FILES):
                 font_manager.fontManager.addfont(path)
     installed = known()
-    return tuple(name for name in JAPANESE_FONTS if name in installed)
+    found = tuple(name for name in JAPANESE_FONTS if name in installed)
+    if not found:
+        log.warning(NO_JAPANESE_FONT)
+    return found

@@ -63,6 +63,21 @@ def test_an_input_masks_every_number_and_gets_each_back_as_written():
     )
 
 
+def test_a_phone_number_written_back_loses_the_unit_the_model_wrote_after_it():
+    # "My phone number is 090-1234-5678." (issue 72): a phone number takes no unit.
+    phone = "090-1234-5678"
+    assert restore_numbers(f"私の電話番号は{P0}歳です。", [phone], "ja") == (
+        "私の電話番号は０９０－１２３４－５６７８です。"
+    )
+    assert restore_numbers(f"{P0}メートル", [phone], "ja") == "０９０－１２３４－５６７８"
+    # Other numbers keep theirs, and text after a unitless number stays.
+    assert restore_numbers(f"{P0}歳です。", ["25"], "ja") == "２５歳です。"
+    assert (
+        restore_numbers(f"{P0}に電話して。", [phone], "ja")
+        == "０９０－１２３４－５６７８に電話して。"
+    )
+
+
 def test_placeholders_without_a_number_and_in_the_input_itself_are_dropped():
     assert restore_numbers(f"{P0}と{P2}。", ["5"], "en") == "5と。"
     masked, numbers = mask_numbers(f"a {P1} b 7")

@@ -332,8 +332,14 @@ def test_an_ensemble_is_refused_in_one_line(checkpoint: Path, capsys):
 
 
 def test_an_existing_directory_needs_force(checkpoint: Path, exported: Path):
-    with pytest.raises(ExportError, match="--force"):
-        export_program.main(["--checkpoint", str(checkpoint), "--output", str(exported)])
+    # `make export`, then the README's int8 export: what is there and how to replace it.
+    message = (
+        f"{exported} exists (an export of step {STEP}, float32); pass --force to replace it with "
+        "this export (int8), or --output DIR to write this one elsewhere"
+    )
+    argv = ["--checkpoint", str(checkpoint), "--quantization", "int8"]
+    with pytest.raises(ExportError, match=re.escape(message)):
+        export_program.main(argv)
 
 
 def test_without_ctranslate2_the_error_says_how_to_install(monkeypatch):

@@ -410,6 +410,14 @@ LOOP = "私は" + "東京" * 6 + "に行った。"  # 東京 ×6: the word 4-gra
             [(1, 3), (3, 3)],
         ),
         (False, "I went to Tokyo.", [LOOP, "私は東京に行った。"], LOOP, [(1, 3)]),  # as searched
+        # A stutter, a unit of 1 to 4 words 3 times in a row, is a loop too.
+        (
+            True,
+            "I have lived in Osaka.",
+            ["私は大阪大阪大阪に住んでいた。", "私は大阪に住んでいた。"],
+            "私は大阪に住んでいた。",
+            [(1, 3), (2, 3)],
+        ),
         # A source that repeats itself may be translated with a repeat.
         (True, "Tokyo Tokyo Tokyo Tokyo Tokyo Tokyo", [LOOP, "東京。"], LOOP, [(1, 3)]),
         # Every hypothesis loops: searched once more, banning repeated token pairs.
@@ -444,7 +452,8 @@ def test_a_looping_best_hypothesis_gives_way_to_the_best_that_does_not_loop(
     assert searched == searches
 
 
-CLAUSE = "東京では東京では東京では。"  # a word 4-gram twice: no loop alone, one joined to another
+CLAUSE = "ドイツでは今、ドイツでは今。"  # a word 4-gram twice: no loop alone, one joined to another
+CLAUSES = "ドイツでは今、" * 3 + "ドイツでは今。"
 
 
 @pytest.mark.parametrize(
@@ -452,10 +461,10 @@ CLAUSE = "東京では東京では東京では。"  # a word 4-gram twice: no lo
     [
         # Clauses that loop only joined: the sentence searched again in one piece, translated so.
         (True, "私は東京に行った。", "私は東京に行った。", [2, 1]),
-        (False, "私は東京に行った。", "東京では東京では東京では、東京では東京では東京では。", [2]),
+        (False, "私は東京に行った。", CLAUSES, [2]),
         # One piece loops too (searched for all hypotheses, then banning pairs, then any repeated
         # token, as any looping piece is): the clauses' translation stays.
-        (True, CLAUSE * 2, "東京では東京では東京では、東京では東京では東京では。", [2, 1, 1, 1, 1]),
+        (True, CLAUSE * 2, CLAUSES, [2, 1, 1, 1, 1]),
     ],
 )
 def test_clauses_that_loop_joined_are_translated_again_as_one_sentence(

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from llm_from_scratch.evaluation.fidelity import has_loop, looping_outputs, number_fidelity
+from llm_from_scratch.evaluation.fidelity import (
+    has_loop,
+    has_stutter,
+    looping_outputs,
+    number_fidelity,
+)
 
 
 def test_number_fidelity_counts_each_occurrence():
@@ -60,3 +65,48 @@ def test_looping_outputs_cut_words_in_each_sides_language():
     assert looping_outputs(sources, hypotheses, "ja", "en") == [0]
     # Read as English, the Japanese source is one 13a word and repeats nothing.
     assert looping_outputs(sources, hypotheses, "en", "en") == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("source", "hypothesis"),
+    [
+        # Beam outputs of the default model that the 4-gram count let through (issue 72).
+        ("Where is the nearest station?", "一番一番一番近いですか。"),  # MeCab: 一番 / 一 番 / 一番
+        ("I have lived in Osaka for three years.", "私は大阪大阪大阪に住んでいた。"),
+        ("The meeting has been moved to next Tuesday.", "その会は来週の来週の来週の月曜日には。"),
+        ("It is very good.", "それはとてもとてもとても良い。"),
+        ("We need to reduce costs by 10% this year.", "今年は１０年１０年１０年に必要です。"),
+        ("Turn left at the station.", "駅の前の前の前の前で左に曲がる。"),
+        ("How old are you?", "１６６６６６才です。"),  # a number the source lacks, stuttering
+        ("How old are you?", "０００００００００００００００才です。"),
+    ],
+)
+def test_stutters_are_loops(source, hypothesis):
+    assert looping_outputs([source], [hypothesis], "en", "ja") == [0]
+
+
+@pytest.mark.parametrize(
+    ("source", "hypothesis"),
+    [
+        ("It costs 1,000,000 yen.", "１，０００，０００円です。"),  # a number's own zeros
+        ("Ten thousand people came.", "１００００人が来た。"),
+        ("I was born in 1999.", "私は１９９９年に生まれた。"),
+        ("The war ended.", "戦争は１９９９年に終わった。"),  # three 9s: a year, not a stutter
+        ("Call 111.", "１１１に電話して。"),
+        ("Ha ha ha.", "ははは。"),  # the source stutters too
+        ("Wait...", "待って………"),  # punctuation
+        ("I have two brothers.", "私には２人兄弟がいる。"),
+        ("It is the largest city in Japan.", "日本で一番大きい都市です。"),
+    ],
+)
+def test_what_is_not_a_stutter(source, hypothesis):
+    assert looping_outputs([source], [hypothesis], "en", "ja") == []
+
+
+def test_has_stutter_compares_the_copies_as_text():
+    assert has_stutter(["一番", "一", "番", "一番"])
+    assert has_stutter(["a", "b", "a", "b", "a", "b"])  # a unit of two words
+    assert not has_stutter(["a", "b", "a", "b"])  # twice
+    assert not has_stutter(["ab", "a", "bab"])  # a copy must end between words
+    assert has_stutter(list("abcdeabcdeabcde"), unit_words=5)
+    assert not has_stutter(list("abcdeabcdeabcde"))  # units of at most 4 words

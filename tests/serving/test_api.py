@@ -141,6 +141,30 @@ def test_a_bad_request_is_a_4xx_with_a_one_line_error(client, content, status, e
     assert "\n" not in response.json()["error"]
 
 
+@pytest.mark.parametrize(
+    ("content_type", "named"),
+    [
+        (None, "none"),  # what a client sends that names no type (issue 72)
+        ("application/x-www-form-urlencoded", "application/x-www-form-urlencoded"),  # curl -d
+        ("text/plain; charset=utf-8", "text/plain"),
+    ],
+)
+def test_a_body_without_jsons_content_type_is_told_the_header_to_send(client, content_type, named):
+    app = client()
+    headers = {"Content-Type": content_type} if content_type else {}
+    refused = app.post("/api/translate", content=body(), headers=headers)
+    assert refused.request.headers.get("content-type") == content_type
+    assert refused.status_code == 415
+    assert refused.json() == {
+        "error": "the body is read as JSON only with the header Content-Type: application/json "
+        f"(this request's: {named}); with curl, send it with --json BODY or "
+        "-H 'Content-Type: application/json'"
+    }
+    for json_type in ("application/json; charset=utf-8", "application/merge-patch+json"):
+        answered = app.post("/api/translate", content=body(), headers={"Content-Type": json_type})
+        assert answered.status_code == 200
+
+
 def test_an_unknown_path_is_a_one_line_404(client):
     response = client().get("/api/nothing")
     assert (response.status_code, response.json()) == (404, {"error": "Not Found"})

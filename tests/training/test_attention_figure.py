@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import numpy as np
 import pytest
 import torch
 
+from llm_from_scratch.training import attention_figure as attention_figure_module
 from llm_from_scratch.training import validation as validation_module
 from llm_from_scratch.training.attention_figure import attention_figure, piece_label, render
 from llm_from_scratch.training.logging import RunLogger
@@ -92,3 +96,46 @@ def test_long_sentences_are_drawn_only_when_no_shorter_ones_are_left(
     monkeypatch.setattr(validation_module, "ATTENTION_MAX_PIECES", 0)
     validator = Validator(trainer.model, data, trainer.precision, trainer.config)
     assert validator.attention_examples == [0, 1, 2]
+
+
+def render_labels(tgt_pieces: list[str]) -> np.ndarray:
+    weights = torch.full((1, len(tgt_pieces), 2), 0.5)
+    return render(attention_figure(weights, ["a", "b"], tgt_pieces, "attention"))
+
+
+def test_japanese_is_drawn_without_a_system_font():
+    # The machines this runs on may have no Japanese font (fc-list lists none): the project's
+    # matplotlib-fontja dependency provides one, which holds every glyph of the labels...
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    fonts = attention_figure_module._japanese_fonts()
+    assert fonts and fonts[0] == "IPAexGothic"
+    charmaps = [
+        FT2Font(font_manager.findfont(name, fallback_to_default=False)).get_charmap()
+        for name in ("DejaVu Sans", *fonts)
+    ]
+    labels = "".join(TARGET) + "大阪東京▁∅"
+    assert [char for char in labels if not any(ord(char) in m for m in charmaps)] == []
+    # ... and the figure draws them: a missing glyph is the same box for every character.
+    assert not np.array_equal(render_labels(["東京", "。"]), render_labels(["大阪", "。"]))
+
+
+def test_without_a_japanese_font_the_run_says_once_what_to_install(monkeypatch, caplog):
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    japanese = attention_figure_module.JAPANESE_FONTS
+    monkeypatch.setattr(manager, "ttflist", [f for f in manager.ttflist if f.name not in japanese])
+    monkeypatch.setitem(sys.modules, "matplotlib_fontja", None)  # `import` fails
+    monkeypatch.setattr(font_manager, "findSystemFonts", lambda *args, **kwargs: [])
+    attention_figure_module._japanese_fonts.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING):
+            boxes = render_labels(["東京", "。"])
+            assert np.array_equal(boxes, render_labels(["大阪", "。"]))  # boxes alike
+        warned = [r.getMessage() for r in caplog.records]
+        assert warned == [attention_figure_module.NO_JAPANESE_FONT]
+        assert "matplotlib-fontja" in warned[0]
+    finally:
+        attention_figure_module._japanese_fonts.cache_clear()

@@ -1,0 +1,50 @@
+"""A command's `--help` and argument errors answer before the model's libraries load."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# What a command line that never reaches the model must not import: each takes a while.
+HEAVY = ("torch", "datasets", "hydra", "tqdm", "sacrebleu")
+# Run a script as `python scripts/X.py ARGS` does, then name the heavy modules it imported.
+PROBE = """
+import runpy, sys
+script, *sys.argv[1:] = sys.argv[1:]
+sys.argv[0] = script
+try:
+    runpy.run_path(script, run_name="__main__")
+finally:
+    print("imported:", *[name for name in {heavy!r} if name in sys.modules], file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (["--help"], 0),
+        (["--beam", "0", "Hello."], 2),
+        (["--bogus"], 2),
+        (["checkpoint=x"], 2),
+        (["--input", "no-such-file.txt"], 2),
+        (["--input", "no-such-file.txt", "Hello."], 2),
+    ],
+)
+def test_translate_answers_before_importing_the_model(args, status):
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), "scripts/translate.py", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == status, result.stderr
+    assert result.stderr.splitlines()[-1] == "imported:"
+    if status:
+        assert result.stderr.startswith("error: ")
+    else:
+        assert "usage: translate.py" in result.stdout
