@@ -49,9 +49,12 @@ def license_of(names: list[str]) -> str:
     return "other"
 
 
-def model_card(manifest: dict[str, Any], metrics: dict[str, Any] | None, parameters: int) -> str:
+def model_card(
+    manifest: dict[str, Any], metrics: dict[str, Any] | None, parameters: int, name: str
+) -> str:
     """README.md of an export: `manifest` as `export_to_transformers` writes it, `metrics` the
-    run's test scores (`make eval`'s metrics.json) or None."""
+    run's test scores (`make eval`'s metrics.json) or None, `name` what the usage loads (a Hub
+    repository or the folder)."""
     config = manifest["config"]
     data = config["data"]
     source, target = _languages(data)
@@ -92,15 +95,15 @@ a stock `{manifest["model_class"]}`: no custom code, no `trust_remote_code`.
 ```python
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-tokenizer = AutoTokenizer.from_pretrained("MODEL")
-model = AutoModelForSeq2SeqLM.from_pretrained("MODEL")
+tokenizer = AutoTokenizer.from_pretrained("{name}")
+model = AutoModelForSeq2SeqLM.from_pretrained("{name}")
 batch = tokenizer(["Hello.", "How are you?"], return_tensors="pt", padding=True)
 outputs = model.generate(**batch)  # the run's search: generation_config.json
 print(tokenizer.batch_decode(outputs, skip_special_tokens=True))
 ```
 
-With transformers 4, `pipeline("translation", model="MODEL")` does the same. `MODEL` is this
-folder, or its name on the Hub.
+With transformers 4, `pipeline("translation", model="{name}")` does the same (transformers 5
+removed the translation pipeline).
 
 ## What a transformers pipeline does not do
 

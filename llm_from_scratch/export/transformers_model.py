@@ -335,10 +335,12 @@ def export_to_transformers(
     run: str | None = None,
     force: bool = False,
     metrics: dict[str, Any] | None = None,
+    hub_name: str | None = None,
 ) -> TransformersExport:
     """Write `checkpoint` as a transformers model folder at `output_dir` (with `force`, over an
     existing one). `metrics`: the run's test scores (`make eval`'s metrics.json), for the model
-    card; by default those beside the checkpoint, if any."""
+    card; by default those beside the checkpoint, if any. `hub_name`: the repository the card's
+    usage names (default: the folder)."""
     started = time.perf_counter()
     transformers = import_transformers()
     output_dir = Path(output_dir)
@@ -381,7 +383,10 @@ def export_to_transformers(
     src_tok.save(staging / TOKENIZER_FILES["src"])
     tgt_tok.save(staging / TOKENIZER_FILES["tgt"])
     _write_text(staging / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    _write_text(staging / "README.md", model_card(manifest, metrics, hf_model.num_parameters()))
+    _write_text(
+        staging / "README.md",
+        model_card(manifest, metrics, hf_model.num_parameters(), hub_name or str(output_dir)),
+    )
     if output_dir.exists():
         shutil.rmtree(output_dir)
     staging.rename(output_dir)
