@@ -83,15 +83,21 @@ def _all_characters() -> str:
     return "".join(map(chr, [*range(0xD800), *range(0xE000, sys.maxunicode + 1)]))
 
 
-def _ranges(codes: list[int]) -> list[tuple[int, int]]:
-    """Sorted code points as (first, last) runs of consecutive ones."""
-    ranges: list[tuple[int, int]] = []
-    for code in codes:
-        if ranges and code == ranges[-1][1] + 1:
-            ranges[-1] = (ranges[-1][0], code)
+def _ranges(python_class: str) -> list[tuple[int, int]]:
+    """The scalar values `python_class` matches, as (first, last) runs of consecutive ones."""
+    ranges = []
+    for run in re.finditer(f"(?:{python_class})+", _all_characters()):
+        first, last = _code(run.start()), _code(run.end() - 1)
+        if first < 0xD800 <= last:  # the run steps over the surrogates
+            ranges += [(first, 0xD7FF), (0xE000, last)]
         else:
-            ranges.append((code, code))
+            ranges.append((first, last))
     return ranges
+
+
+def _code(index: int) -> int:
+    """The code point at `index` of `_all_characters()`."""
+    return index if index < 0xD800 else index + 0x800
 
 
 def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -113,7 +119,7 @@ def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def _explicit_class(python_class: str) -> str:
     """An Oniguruma class matching exactly the scalar values `python_class` matches in Python:
     its members, or for a class of most characters, `[^...]` of the others."""
-    ranges = _ranges([ord(char) for char in re.findall(python_class, _all_characters())])
+    ranges = _ranges(python_class)
     count = sum(high - low + 1 for low, high in ranges)
     negate = count > len(_all_characters()) // 2
     if negate:
