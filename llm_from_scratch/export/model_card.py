@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from llm_from_scratch.export.length_penalty import TYPICAL_OUTPUT_TOKENS
+
 # The licenses of the corpora the configs name (the Hub's identifiers); a model trained on
 # several carries the share-alike one where the others are plain attribution.
 CORPUS_LICENSES = {
@@ -85,7 +87,7 @@ def model_card(
     body = f"""
 # {run}: {source}→{target} translation, trained from scratch
 
-A {parameters / 1e6:.1f} M-parameter encoder–decoder Transformer trained with
+An encoder–decoder Transformer of {parameters / 1e6:.1f} M parameters, trained with
 llm-from-scratch (an English–Japanese NMT project) on {", ".join(names)}
 (step {manifest.get("step")}, greedy dev BLEU {_number(manifest.get("dev_bleu"))}), exported as
 a stock `{manifest["model_class"]}`: no custom code, no `trust_remote_code`.
@@ -114,8 +116,10 @@ Without them the model writes numbers and rare names from its pieces.
 ## Search
 
 `generation_config.json`: beam {decoding.get("beam_size")}, no-repeat n-gram
-{decoding.get("no_repeat_ngram_size")}, length penalty β = α L₀ / (L₀ + 5) from the run's GNMT
-α = {decoding.get("length_penalty")} (transformers divides by L^β, the project by
+{decoding.get("no_repeat_ngram_size")}, length penalty β = α L₀ / (L₀ + 5) with
+L₀ = {TYPICAL_OUTPUT_TOKENS}, from the run's GNMT α = {
+        decoding.get("length_penalty")
+    } (transformers divides by L^β, the project by
 ((5 + L) / 6)^α: they grow alike at L = L₀), at most {config["model"]["max_positions"]} tokens.
 Greedy search (`num_beams=1`) is the project's own, token for token.
 

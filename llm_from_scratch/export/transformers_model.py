@@ -47,6 +47,7 @@ from llm_from_scratch.checkpoint import (
     restore_for_inference,
 )
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.export.length_penalty import length_penalty_beta
 from llm_from_scratch.export.model_card import model_card
 from llm_from_scratch.export.transformers_tokenizer import build_tokenizer, special_token_strings
 from llm_from_scratch.model.config import ModelConfig
@@ -61,9 +62,6 @@ TOKENIZER_FILES = {"src": "src_tokenizer.json", "tgt": "tgt_tokenizer.json"}
 FORMAT = "llm-from-scratch-transformers"
 VERSION = 1
 INSTALL_HINT = "pip install -e '.[export]'"
-# The output length at which the exported length penalty grows at GNMT's rate: a sentence of
-# about a dozen words, the everyday length the default is trained on.
-TYPICAL_OUTPUT_TOKENS = 16
 CLASSES = {True: "PegasusForConditionalGeneration", False: "MarianMTModel"}  # by norm_first
 MODEL_TYPES = {True: "pegasus", False: "marian"}
 
@@ -104,12 +102,6 @@ class Layout:
     @classmethod
     def of(cls, src_tok: BPETokenizer, tgt_tok: BPETokenizer, shared: bool) -> Layout:
         return cls(src_tok.vocab_size, tgt_tok.vocab_size, shared)
-
-
-def length_penalty_beta(alpha: float, typical_tokens: int = TYPICAL_OUTPUT_TOKENS) -> float:
-    """transformers' exponent β whose L^β grows at the rate of GNMT's ((5 + L) / 6)^α at L =
-    `typical_tokens`: d/dL of β log L equals that of α log(5 + L) there."""
-    return alpha * typical_tokens / (typical_tokens + 5)
 
 
 def hf_config(cfg: ModelConfig, layout: Layout, tgt_tok: BPETokenizer, tied: bool) -> dict:
@@ -222,6 +214,8 @@ def from_hf_weights(
     positions = sinusoidal_positions(cfg.max_positions, cfg.d_model)
     for stack in ("encoder", "decoder"):
         table = hf.get(f"model.{stack}.embed_positions.weight", positions)  # Marian omits it
+        # Marian's table as transformers computes it (numpy, then float32) may differ from ours
+        # in the last bit of a value in [-1, 1]: a few float32 ulps.
         if table.shape != positions.shape or not torch.allclose(
             table.float(), positions, atol=1e-6
         ):
@@ -385,7 +379,7 @@ def export_to_transformers(
     _write_text(staging / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     _write_text(
         staging / "README.md",
-        model_card(manifest, metrics, hf_model.num_parameters(), hub_name or str(output_dir)),
+        model_card(manifest, metrics, model.num_parameters(), hub_name or str(output_dir)),
     )
     if output_dir.exists():
         shutil.rmtree(output_dir)

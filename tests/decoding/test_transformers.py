@@ -27,6 +27,7 @@ from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.export import hub, transformers_model
+from llm_from_scratch.export.length_penalty import TYPICAL_OUTPUT_TOKENS, length_penalty_beta
 from llm_from_scratch.export.model_card import license_of, model_card
 from llm_from_scratch.export.transformers_model import (
     INSTALL_HINT,
@@ -34,7 +35,6 @@ from llm_from_scratch.export.transformers_model import (
     Layout,
     TransformersExportError,
     export_to_transformers,
-    length_penalty_beta,
     pretrained_state,
 )
 from llm_from_scratch.export.transformers_tokenizer import (
@@ -323,7 +323,7 @@ def test_the_generation_config_holds_the_runs_search(separate, transformers):
 
 
 def test_the_length_penalty_grows_as_gnmts_at_the_typical_length():
-    alpha, length = 1.5, transformers_model.TYPICAL_OUTPUT_TOKENS
+    alpha, length = 1.5, TYPICAL_OUTPUT_TOKENS
 
     def slope(penalty, at: float) -> float:
         return (math.log(penalty(at + 1e-3)) - math.log(penalty(at - 1e-3))) / 2e-3
