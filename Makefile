@@ -53,7 +53,7 @@ eval: setup ## Score runs/default's model on the test split (ARGS="--run NAME --
 serve: setup ## Serve runs/default's model: a web page and a JSON API on :8000 (ARGS="--run NAME --port N")
 	$(PY) scripts/serve.py $(ARGS)
 
-export: setup ## Export runs/default's model for CTranslate2 (ARGS="--run NAME --quantization int8")
+export: setup ## Export runs/default's model for CTranslate2 or transformers (ARGS="--run NAME --format transformers")
 	$(PY) scripts/export.py $(ARGS)
 
 tensorboard: setup ## Serve the TensorBoard logs of every run under runs/

@@ -32,6 +32,7 @@ BENCHES = {
     "bench_decode.py": ["--sentences", "8", "--checkpoint", "{checkpoint}"],
     "bench_ctranslate2.py": ["--sentences", "8", "--checkpoint", "{checkpoint}"],
     "bench_tokenizer.py": ["--limit", "2000", "--vocab-size", "2000"],
+    "bench_transformers.py": ["--sentences", "8", "--checkpoint", "{checkpoint}"],
 }
 
 
@@ -39,7 +40,7 @@ BENCHES = {
 @pytest.mark.parametrize("script", sorted(BENCHES))
 def test_benchmark_prints_table_rows(script, corpus_mirror, tmp_path):
     checkpoint = tmp_path / "none.pt"
-    if script in ("bench_decode.py", "bench_ctranslate2.py"):
+    if script in ("bench_decode.py", "bench_ctranslate2.py", "bench_transformers.py"):
         checkpoint = _smoke_checkpoint(tmp_path, corpus_mirror)
     args = [arg.format(checkpoint=checkpoint) for arg in BENCHES[script]]
     result = subprocess.run(

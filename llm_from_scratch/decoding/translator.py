@@ -1,7 +1,8 @@
 """Text in, text out: cleaning, sentence splitting, token-budget batching, search.
 
 `Translator.from_run("default")` loads a run's final model once, `Translator.from_export(DIR)` a
-CTranslate2 export of one (the other engine; everything here but the search is shared);
+CTranslate2 export of one (the other engine; everything here but the search is shared),
+`Translator.from_pretrained(DIR)` a transformers export of one (read back into this model);
 `translate` takes a list of texts, `translate_iter` any iterable, yielding each translation as
 soon as its group of lines is done.
 
@@ -59,6 +60,7 @@ from llm_from_scratch.decoding.lines import BATCH_LINES, clean, one_line, split_
 from llm_from_scratch.decoding.number_repair import keeps_numbers, repair_numbers
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.evaluation.fidelity import loops
+from llm_from_scratch.export.transformers_model import pretrained_state
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.numbers import find_numbers
 from llm_from_scratch.paths import PathsConfig
@@ -326,6 +328,27 @@ class Translator:
         decode = run_decoding(model.config, decode, decoding)
         restored = RestoredModels(model, model.src_tok, model.tgt_tok, model.config, [loaded])
         return cls.from_restored(restored, decode, source_style)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        directory: str | Path,
+        device: str = "auto",
+        decode: DecodingConfig | None = None,
+        source_style: str | None = None,
+        **decoding: Any,
+    ) -> Translator:
+        """Load a transformers folder this project exported (`make export ARGS="--format
+        transformers"`), as saved again after fine-tuning with transformers too: its weights in
+        this project's model, with every extra of this translator. The arguments are those of
+        `from_export`."""
+        state = pretrained_state(directory)
+        model, src_tok, tgt_tok, config = restore_for_inference(
+            state, resolve_device(device), origin=str(directory)
+        )
+        loaded = CheckpointSummary.of(state, directory)
+        restored = RestoredModels(model, src_tok, tgt_tok, config, [loaded])
+        return cls.from_restored(restored, run_decoding(config, decode, decoding), source_style)
 
     def with_decoding(self, decode: DecodingConfig) -> Translator:
         """This translator's model and settings, searching with `decode`."""

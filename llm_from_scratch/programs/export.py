@@ -1,13 +1,21 @@
-"""`scripts/export.py`: write a run's model for another inference engine (CTranslate2).
+"""`scripts/export.py`: write a run's model for another inference engine (CTranslate2) or for
+🤗 transformers.
 
     export.py --format ctranslate2                 runs/default's model to runs/default/ctranslate2/
     export.py --quantization int8                  int8 weights (float32 elsewhere)
     export.py --checkpoint runs/x/best.pt --output /srv/model --force
+    export.py --format transformers                runs/default/transformers/: a Hub model folder
+    export.py --format transformers --push-to-hub USER/NAME     ... and upload it
 
-The directory holds CTranslate2's model files, both tokenizers and manifest.json (run, step, dev
-BLEU, quantization, tokenizer hashes, the run's config): it translates on its own, without the
-checkpoint, with `--engine ctranslate2` (translate, evaluate, serve) or
-`Translator.from_export(DIR)`. CTranslate2 is the `export` extra: `pip install -e '.[export]'`.
+CTranslate2: the directory holds its model files, both tokenizers and manifest.json (run, step,
+dev BLEU, quantization, tokenizer hashes, the run's config): it translates on its own, without
+the checkpoint, with `--engine ctranslate2` (translate, evaluate, serve) or
+`Translator.from_export(DIR)`.
+transformers: a folder `AutoModelForSeq2SeqLM` and `AutoTokenizer` load with no custom code
+(config.json, model.safetensors, generation_config.json with the run's search, tokenizer.json),
+with a model card (README.md) and what reads it back (`Translator.from_pretrained(DIR)`).
+`--push-to-hub` uploads it with huggingface_hub (log in first: `hf auth login`, or HF_TOKEN).
+Both are the `export` extra: `pip install -e '.[export]'`.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from llm_from_scratch.checkpoint import run_model
+from llm_from_scratch.export import transformers_model
 from llm_from_scratch.export.ctranslate2_model import (
     EXPORT_DIR,
     QUANTIZATIONS,
@@ -25,33 +34,58 @@ from llm_from_scratch.export.ctranslate2_model import (
     export_checkpoint,
     run_export_dir,
 )
+from llm_from_scratch.export.hub import push_to_hub
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.arguments import DEFAULT_RUN, Parser, parser_from_doc
 from llm_from_scratch.programs.command import run_main
 
-FORMATS = ("ctranslate2",)
+FORMATS = ("ctranslate2", "transformers")
+EXPORT_DIRS = {"ctranslate2": EXPORT_DIR, "transformers": transformers_model.EXPORT_DIR}
+RUN_EXPORT_DIRS = {
+    "ctranslate2": run_export_dir,
+    "transformers": transformers_model.run_export_dir,
+}
 
 
 def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(argv)
     if args.ensemble:
         raise ExportError(
-            "an ensemble cannot be exported: a CTranslate2 model is one Transformer "
+            "an ensemble cannot be exported: an exported model is one Transformer "
             "(average the checkpoints with scripts/average_checkpoints.py, then export that)"
         )
+    transformers = args.format == "transformers"
+    if transformers and args.quantization != "float32":
+        raise ExportError("--quantization is CTranslate2's; the transformers export is float32")
+    if args.push_to_hub and not transformers:
+        raise ExportError("--push-to-hub uploads a transformers export: add --format transformers")
     runs_dir = PathsConfig().runs_dir
     checkpoint = Path(args.checkpoint) if args.checkpoint else run_model(runs_dir, args.run)
     if args.output:
         output = Path(args.output)
     elif args.checkpoint:
-        output = checkpoint.parent / EXPORT_DIR
+        output = checkpoint.parent / EXPORT_DIRS[args.format]
     else:
-        output = run_export_dir(runs_dir, args.run)
+        output = RUN_EXPORT_DIRS[args.format](runs_dir, args.run)
+    run = None if args.checkpoint else args.run
+    if transformers:
+        exported = transformers_model.export_to_transformers(
+            checkpoint, output, run=run, force=args.force, hub_name=args.push_to_hub
+        )
+        print(
+            f"exported {checkpoint} as {exported.model_class} to {exported.directory} "
+            f"in {exported.seconds:.1f} s",
+            file=sys.stderr,
+        )
+        if args.push_to_hub:
+            url = push_to_hub(exported.directory, args.push_to_hub, private=args.private)
+            print(f"uploaded {exported.directory} to {url}", file=sys.stderr)
+        return 0
     summary = export_checkpoint(
         checkpoint,
         output,
         quantization=args.quantization,
-        run=None if args.checkpoint else args.run,
+        run=run,
         force=args.force,
     )
     print(f"exported {checkpoint} ({summary.quantization}) to {summary.directory}", file=sys.stderr)
@@ -70,7 +104,12 @@ def _parser() -> Parser:
     choice.add_argument("--checkpoint", metavar="PATH", help="export this checkpoint file")
     # Accepted only to be refused in one line: translate and evaluate take it.
     parser.add_argument("--ensemble", action="append", default=[], help=argparse.SUPPRESS)
-    parser.add_argument("--format", choices=FORMATS, default="ctranslate2")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="ctranslate2",
+        help="CTranslate2 (default) or a 🤗 transformers model folder",
+    )
     parser.add_argument(
         "--quantization",
         choices=QUANTIZATIONS,
@@ -80,10 +119,18 @@ def _parser() -> Parser:
     parser.add_argument(
         "--output",
         metavar="DIR",
-        help="where to write (default: ctranslate2/ in the run's directory, or beside "
-        "--checkpoint)",
+        help="where to write (default: ctranslate2/ or transformers/ in the run's directory, or "
+        "beside --checkpoint)",
     )
     parser.add_argument("--force", action="store_true", help="replace an existing DIR")
+    parser.add_argument(
+        "--push-to-hub",
+        metavar="NAME",
+        help="upload the transformers export to the Hub repository NAME (user/model)",
+    )
+    parser.add_argument(
+        "--private", action="store_true", help="with --push-to-hub: create the repository private"
+    )
     return parser
 
 
