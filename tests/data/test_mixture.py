@@ -198,7 +198,12 @@ def member_dict(**changes: object) -> dict:
     [
         ({"mixture": {"alpha": {"source": "local"}}}, "data.mixture.alpha names no corpus"),
         ({"mixture": {"beta": member_dict()}}, "holds the corpus 'alpha'"),
-        ({"mixture": {"alpha": member_dict(weight=0)}}, "data.mixture.alpha.weight=0.0 must be"),
+        ({"mixture": {"alpha": member_dict(weight=-1)}}, "data.mixture.alpha.weight=-1.0 must be"),
+        ({"mixture": {"alpha": member_dict(weight=0)}}, "every weight is 0, which leaves no train"),
+        (
+            {"mixture": {"alpha": member_dict()}, "dev_corpus": "beta"},
+            "data.dev_corpus='beta' is not a corpus of the mixture (alpha)",
+        ),
         ({"mixture": {"alpha": member_dict()}, "temperature": 0}, "data.temperature=0.0 must be"),
         (
             {"mixture": {"alpha": member_dict(weight=2)}, "temperature": 2},
@@ -258,3 +263,11 @@ def test_sentence_pairs_join_train_before_deduplication(two_corpora):
     assert train["corpus"][len(plain) :] == ["beta", "beta"]
     dev = load_split(mixture(sentence_pairs=True), "dev", two_corpora)
     assert dev["src"][:] == ["Good morning.", "He is here."]  # held-out splits as written
+
+
+def test_a_weight_of_zero_trains_none_of_a_corpus_and_scores_it(two_corpora, word_tokenizer):
+    data = build_data(mixture(beta_weight=0.0), word_tokenizer, word_tokenizer, two_corpora)
+    assert set(data.splits["train"]["corpus"][:]) == {"alpha"}
+    assert data.report.corpora["beta"] == {"kept": 1, "sampled": 0}
+    for split in ("dev", "test"):  # held out as with any weight: scored beside alpha's
+        assert sorted(set(data.splits[split]["corpus"][:])) == ["alpha", "beta"]
