@@ -124,10 +124,7 @@ def load_or_train_tokenizers(
         return texts
 
     source_lang, target_lang = data_cfg.source_lang, data_cfg.target_lang
-    # Rare as they are, each placeholder must be a token of its own on both sides.
-    required = (PLACEHOLDERS if data_cfg.number_placeholders else ()) + (
-        NAME_PLACEHOLDERS if data_cfg.name_placeholders else ()
-    )
+    required = required_characters(data_cfg)
     if tok_cfg.shared:
         shared = _load_or_train(
             src_path,
@@ -150,6 +147,14 @@ def load_or_train_tokenizers(
         required,
     )
     return source, target
+
+
+def required_characters(data_cfg: DataConfig) -> tuple[str, ...]:
+    """The placeholders the train pairs of `data_cfg` hold: rare as they are, each must be a
+    token of its own on both sides."""
+    return (PLACEHOLDERS if data_cfg.number_placeholders else ()) + (
+        NAME_PLACEHOLDERS if data_cfg.name_placeholders else ()
+    )
 
 
 def _load_or_train(
