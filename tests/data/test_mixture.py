@@ -17,7 +17,7 @@ from llm_from_scratch.data.config import (
 )
 from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.datamodule import build_data
-from llm_from_scratch.data.mixture import normalize, resample, sample_sizes
+from llm_from_scratch.data.mixture import normalize, resample, sample_sizes, unique_train
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.schema import to_data, to_schema
 from llm_from_scratch.tokenizer.config import TokenizerConfig
@@ -271,3 +271,10 @@ def test_a_weight_of_zero_trains_none_of_a_corpus_and_scores_it(two_corpora, wor
     assert data.report.corpora["beta"] == {"kept": 1, "sampled": 0}
     for split in ("dev", "test"):  # held out as with any weight: scored beside alpha's
         assert sorted(set(data.splits[split]["corpus"][:])) == ["alpha", "beta"]
+
+
+def test_an_empty_held_out_split_removes_nothing():
+    train = datasets.Dataset.from_dict({"src": ["a b", "a b", "c"], "tgt": ["x", "x", "y"]})
+    empty = train.select([])  # a corpus whose test split is held back
+    kept, counts = unique_train(train, [empty])
+    assert kept["src"][:] == ["a b", "c"] and counts == {"duplicate": 1, "held_out_overlap": 0}
