@@ -316,7 +316,6 @@ def test_the_general_parent_holds_every_corpus_but_the_dialogues_on_cpu_and_gpu(
     [
         (["data=ami_meeting", "data.dev_corpus=ami_meeting"], "picks a corpus of a mixture"),
         (["data=ami_meeting_replay", "data.dev_corpus=kyoto_wiki"], "is not a corpus of the"),
-        (["data=ami_meeting", "data.corpus.format=tsv"], "group_column='document' needs a format"),
     ],
 )
 def test_fine_tuning_data_settings_are_checked_as_composed(train_config, overrides, message):

@@ -72,8 +72,9 @@ class CorpusConfig:
     split_seed: int = 1234
     dev_fraction: float = 0.01
     test_fraction: float = 0.01
-    # jsonl and hub: carve dev and test by this column's value (a document, a dialogue), whole
-    # groups at a time, so that no group lies in two splits; null: pair by pair.
+    # jsonl and hub (formats with columns): carve dev and test by this column's value (a
+    # document, a dialogue), whole groups at a time, so that no group lies in two splits; null:
+    # pair by pair.
     group_column: str | None = None
     # Remove the spaces of pre-segmented Japanese (small_parallel_enja's KyTea tokens), keeping
     # those between two Latin-script words; false keeps the segmentation (word-level BLEU).
@@ -93,11 +94,6 @@ class CorpusConfig:
             )
         for key in ("dev_fraction", "test_fraction"):
             check_range(f"data.corpus.{key}", getattr(self, key), 0, 1, high_open=True)
-        if self.group_column is not None and self.format not in ("jsonl", "hub"):
-            raise ConfigError(
-                f"data.corpus.group_column={self.group_column!r} needs a format with columns "
-                f"(jsonl or hub), not {self.format!r}"
-            )
         carved = sum(getattr(self, f"{split}_fraction") for split in self.carved_splits)
         if carved >= 1.0:
             raise ConfigError(

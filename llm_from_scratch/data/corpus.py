@@ -111,6 +111,12 @@ def load_splits(
 
 def read_split(cfg: CorpusSource, split: str, paths: PathsConfig) -> datasets.Dataset:
     """The `split` of one corpus, in its own source style."""
+    group = cfg.corpus.group_column
+    if group is not None and cfg.corpus.format not in ("jsonl", "hub"):
+        raise CorpusError(
+            f"data.corpus.group_column={group!r} needs a format with columns (jsonl or hub), "
+            f"not {cfg.corpus.format!r}"
+        )
     if split not in cfg.corpus.carved_splits and split != "train":
         pairs = _read(cfg, paths, cfg.corpus.splits[split])
         if cfg.corpus.group_column:

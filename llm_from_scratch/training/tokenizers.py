@@ -20,6 +20,7 @@ import datasets
 from llm_from_scratch.atomic import build_lock
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.corpus import load_split
+from llm_from_scratch.data.datamodule import drop_unset_corpus_keys
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, NUMBER_MASKING, PLACEHOLDERS
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
@@ -85,6 +86,7 @@ def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
             name: {key: value for key, value in asdict(member).items() if key != "weight"}
             for name, member in data_cfg.mixture.items()
         }
+    drop_unset_corpus_keys(settings)
     return settings
 
 

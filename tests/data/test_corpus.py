@@ -13,7 +13,6 @@ from llm_from_scratch.data.corpus import (
     load_split,
 )
 from llm_from_scratch.data.sources import fetch_dataset
-from llm_from_scratch.errors import ConfigError
 
 
 @pytest.mark.parametrize(
@@ -319,9 +318,13 @@ def test_a_group_column_the_file_lacks_is_named(tmp_path, local_config, paths):
         load_split(cfg, "train", paths)
 
 
-def test_a_group_column_needs_a_format_with_columns(local_config):
-    with pytest.raises(ConfigError, match=r"group_column='document' needs a format with columns"):
-        local_config("tsv", corpus={"format": "tsv", "group_column": "document"})
+def test_a_group_column_needs_a_format_with_columns(tmp_path, local_config, paths):
+    (tmp_path / "tsv").mkdir()
+    (tmp_path / "tsv" / "train.tsv").write_text("a\tb\n")
+    cfg = local_config("tsv", corpus={"format": "tsv", "splits": {"train": "train.tsv"},
+                                      "group_column": "document"})  # fmt: skip
+    with pytest.raises(CorpusError, match=r"group_column='document' needs a format with columns"):
+        load_split(cfg, "train", paths)
 
 
 def test_the_dialogue_corpora_are_read_as_given_with_dev_carved_by_document(
