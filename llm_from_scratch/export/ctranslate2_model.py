@@ -23,6 +23,8 @@ How this project's Transformer maps onto the spec (see model/layers.py and model
 from __future__ import annotations
 
 import json
+import os
+import platform
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +55,48 @@ class ExportError(UserError):
     """What cannot be exported, or an export directory that cannot be read."""
 
 
+# Instructions that multiply int8 pairs into int32 sums without an int16 step in between.
+VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
+
+
+def int8_saturates(cpu_flags: frozenset[str], onednn_max_isa: str = "") -> bool:
+    """Whether oneDNN's u8·s8 products would run without VNNI here (`onednn_max_isa`: the
+    `ONEDNN_MAX_CPU_ISA` cap, if any). Its kernels for such CPUs add pairs of u8·s8 products in
+    int16 with saturation (oneDNN's guide, "Nuances of int8 computations"), which CTranslate2's
+    full-range u8 activations overflow: most greedy outputs of an int8 model then change."""
+    cap = onednn_max_isa.upper()
+    capped = bool(cap) and cap != "ALL" and "VNNI" not in cap and "AMX" not in cap
+    return capped or not cpu_flags & VNNI_FLAGS
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
+    """The first CPU's feature flags (Linux), else None."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "flags":
+            return frozenset(value.split())
+    return None
+
+
+def choose_int8_backend() -> None:
+    """On x86-64 Linux CPUs where oneDNN's int8 products saturate, CTranslate2 multiplies on
+    Intel MKL instead, whose int8 products do not (it already does on Intel CPUs; on others it
+    picks oneDNN). CTranslate2 reads the choice when it is imported, so this runs first;
+    `CT2_USE_MKL` set by the user wins."""
+    flags = cpu_flags()
+    if "CT2_USE_MKL" in os.environ or platform.machine() != "x86_64" or flags is None:
+        return
+    if int8_saturates(flags, os.environ.get("ONEDNN_MAX_CPU_ISA", "")):
+        os.environ["CT2_USE_MKL"] = "1"
+
+
 def import_ctranslate2() -> Any:
     """The `ctranslate2` module, or a one-line error saying how to install it."""
+    choose_int8_backend()
     try:
         import ctranslate2
     except ModuleNotFoundError:

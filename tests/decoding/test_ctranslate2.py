@@ -31,8 +31,10 @@ from llm_from_scratch.export.ctranslate2_model import (
     MANIFEST,
     TOKENIZER_FILES,
     ExportError,
+    cpu_flags,
     export_checkpoint,
     import_ctranslate2,
+    int8_saturates,
 )
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.programs import evaluate as evaluate_cli
@@ -52,6 +54,15 @@ from tests.decoding.builders import (
 )
 
 STEP, DEV_BLEU = 60, 12.5
+
+
+def needs_ctranslate2() -> None:
+    """Skip where ctranslate2 is not installed; else import it as the project does, so that the
+    int8 backend is chosen before CTranslate2 reads it (at import)."""
+    try:
+        import_ctranslate2()
+    except ExportError:
+        pytest.skip("the export extra (ctranslate2) is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +87,7 @@ def checkpoint(
 
 @pytest.fixture(scope="module")
 def exported(checkpoint: Path) -> Path:
-    pytest.importorskip("ctranslate2")
+    needs_ctranslate2()
     return export_checkpoint(checkpoint, checkpoint.parent / "ctranslate2", run="tiny").directory
 
 
@@ -173,7 +184,7 @@ def test_evaluate_reads_the_splits_sources_in_the_runs_style_already_with_either
 ):
     """A split's sources are stored in the run's input style: styling them again would tokenize
     small_parallel_enja's English twice."""
-    pytest.importorskip("ctranslate2")
+    needs_ctranslate2()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         config = to_schema(compose("train", ["data=small_parallel_enja"]), TrainConfig)
     config.model = TINY
@@ -214,7 +225,7 @@ def test_an_altered_tokenizer_is_refused(exported: Path, tmp_path):
 
 
 def test_a_directory_that_is_no_export_is_refused(tmp_path):
-    pytest.importorskip("ctranslate2")
+    needs_ctranslate2()
     with pytest.raises(ExportError, match="is not a CTranslate2 export"):
         Translator.from_export(tmp_path, device="cpu")
 
@@ -402,3 +413,26 @@ def test_evaluate_with_the_engine_flag_scores_the_torch_translations(
     assert metrics["engine"] == "ctranslate2"
     hypotheses = (engine_dir / "hypotheses.txt").read_text(encoding="utf-8")
     assert hypotheses == (torch_dir / "hypotheses.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("flags", "cap", "saturates"),
+    [
+        ({"avx2", "fma"}, "", True),  # AVX2 only (Zen 1-3, Haswell to Comet Lake)
+        ({"avx2", "avx512f"}, "", True),  # AVX-512 without VNNI (Skylake-SP)
+        ({"avx2", "avx512f", "avx512_vnni"}, "", False),  # Zen 4, Cascade Lake on
+        ({"avx2", "avx_vnni"}, "", False),  # Alder Lake's AVX-VNNI
+        ({"avx2", "avx512f", "avx512_vnni"}, "AVX2", True),  # the AVX2 kernels forced
+        ({"avx2", "avx512f", "avx512_vnni"}, "avx512_core_vnni", False),
+        ({"avx2", "avx512f", "avx512_vnni"}, "ALL", False),
+    ],
+)
+def test_int8_saturates_without_vnni_instructions(flags, cap, saturates):
+    assert int8_saturates(frozenset(flags), cap) is saturates
+
+
+def test_cpu_flags_read_from_cpuinfo(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512_vnni\n\nflags\t: other\n")
+    assert cpu_flags(cpuinfo) == {"fpu", "avx2", "avx512_vnni"}
+    assert cpu_flags(tmp_path / "missing") is None
