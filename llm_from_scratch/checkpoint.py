@@ -231,6 +231,8 @@ class CheckpointSummary:
     step: int | None  # training steps behind it; None when not recorded
     dev_bleu: float | None  # greedy BLEU on the dev sentences validation scores
     averaged_from: int  # snapshots averaged into it; 0 for a single checkpoint
+    # The model its run started from (`training.init_from`): path, sha256, step; None: none.
+    parent: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, state: dict[str, Any], path: str | Path) -> CheckpointSummary:
@@ -239,6 +241,7 @@ class CheckpointSummary:
             step=state.get("progress", {}).get("step"),
             dev_bleu=state.get("metrics", {}).get("bleu"),
             averaged_from=len(state.get("averaged_from", [])),
+            parent=state.get("parent"),
         )
 
     def __str__(self) -> str:
@@ -246,7 +249,15 @@ class CheckpointSummary:
         facts.append(f"step {self.step}" if self.step is not None else "step not recorded")
         if self.dev_bleu is not None:
             facts.append(f"greedy dev BLEU {self.dev_bleu:.1f}")
+        if self.parent is not None:
+            facts.append(f"fine-tuned from {self.parent_text(self.parent)}")
         return f"{_shown(self.path)} ({', '.join(facts)})"
+
+    @staticmethod
+    def parent_text(parent: dict[str, Any]) -> str:
+        """A parent's lineage entry as the log and translate.py show it."""
+        step = "step not recorded" if parent["step"] is None else f"step {parent['step']}"
+        return f"{_shown(Path(parent['path']))} ({step}, sha256 {parent['sha256'][:12]})"
 
 
 def _shown(path: Path) -> str:

@@ -23,6 +23,7 @@ DATA_VALUES: dict[str, dict[str, Any]] = {
         "test_fraction": 0.02,
         "detokenize_ja": True,
         "source_style": "lowercase_tokenized",
+        "group_column": "document",
     },
     "cleaning": {"max_tokens": 11, "max_length_ratio": 2.5},
     "loading": {

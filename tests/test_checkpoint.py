@@ -221,12 +221,16 @@ def test_version_1_checkpoint_restores_like_version_2(checkpoints):
     assert all(
         torch.equal(value, new_weights[name]) for name, value in old_model.state_dict().items()
     )
-    # Settings added since version 1 (decoding.precision) take their defaults.
+    # Settings added since version 1 (decoding.precision, data.corpus.group_column) take their
+    # defaults.
     decoding = [
         to_schema(config["decoding"], DecodingConfig) for config in (old_config, new_config)
     ]
     assert decoding[0] == decoding[1]
-    assert old_config["data"]["corpus"] == new_config["data"]["corpus"]
+    corpus = [
+        to_schema(config["data"]["corpus"], CorpusConfig) for config in (old_config, new_config)
+    ]
+    assert corpus[0] == corpus[1]
 
 
 @pytest.mark.parametrize("decode", [None, DecodingConfig(beam_size=1)], ids=["run's", "greedy"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import typing
 from pathlib import Path
@@ -265,3 +266,58 @@ def test_the_kftt_gpu_recipe_is_kftt_with_transformer_base_and_reads_either_corp
     on_the_mirror = train_config("experiment=kftt_gpu", "data=kyoto_wiki")
     assert on_the_mirror.data.name == "kyoto_wiki" and on_the_mirror.model == base
     assert on_the_mirror.data.loading == gpu.data.loading
+
+
+def test_the_finetune_recipe_starts_from_the_default_run_and_selects_on_the_domain(train_config):
+    for domain in ("ami_meeting", "bsd_dialogue"):
+        config = train_config("experiment=finetune", f"data={domain}_replay")
+        assert config.training.init_from == "run:default"
+        assert config.training.budget_seconds == 600
+        assert config.training.short_run is None and config.training.keep_snapshots == 0
+        assert config.training.patience is not None
+        data = config.data
+        assert data.dev_corpus == domain and list(data.mixture) == [
+            domain,
+            "small_parallel_enja",
+            "tanaka_graded",
+        ]
+        # the parent's placeholders and sentence pairs, which its tokenizers were trained for
+        everyday = train_config("data=everyday_mix").data
+        for key in ("number_placeholders", "name_placeholders", "sentence_pairs"):
+            assert getattr(data, key) == getattr(everyday, key), key
+        assert data.mixture[domain].corpus.group_column == "document"
+        assert data.mixture[domain].corpus.test_fraction == 0  # its test split is held back
+    without = train_config(
+        "experiment=finetune",
+        "data=ami_meeting_replay",
+        "data.mixture.small_parallel_enja.weight=0",
+        "data.mixture.tanaka_graded.weight=0",
+    )
+    assert [member.weight for member in without.data.mixture.values()] == [2.0, 0.0, 0.0]
+
+
+def test_the_general_parent_holds_every_corpus_but_the_dialogues_on_cpu_and_gpu(train_config):
+    general, gpu = train_config("experiment=general"), train_config("experiment=general_gpu")
+    assert list(general.data.mixture) == ["small_parallel_enja", "tanaka_graded", "kyoto_wiki"]
+    assert general.training.budget_seconds == 2 * 3600
+    assert general.tokenizer == train_config().tokenizer  # 8k each side, trained on all three
+    assert (
+        general.data.cleaning.max_tokens == train_config("data=kyoto_wiki").data.cleaning.max_tokens
+    )
+    assert gpu.data.mixture == general.data.mixture and gpu.tokenizer == general.tokenizer
+    base = train_config("model=base").model
+    assert gpu.model == dataclasses.replace(base, dropout=0.1)
+    assert gpu.data.loading.batch_tokens > general.data.loading.batch_tokens
+    assert gpu.training.budget_seconds == 3600
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["data=ami_meeting", "data.dev_corpus=ami_meeting"], "picks a corpus of a mixture"),
+        (["data=ami_meeting_replay", "data.dev_corpus=kyoto_wiki"], "is not a corpus of the"),
+    ],
+)
+def test_fine_tuning_data_settings_are_checked_as_composed(train_config, overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        train_config(*overrides)

@@ -58,7 +58,8 @@ class CorpusConfig:
     #   tsv:      a file of `source<TAB>target` lines, no header;
     #   jsonl:    a file of JSON objects holding `src_column` and `tgt_column`;
     #   hub:      a split of the `save_to_disk` copy, whose columns are `src_column`/`tgt_column`.
-    # A dev or test split left out (null) is carved from train, seeded by `split_seed`.
+    # A dev or test split left out (null) is carved from train, seeded by `split_seed`; a
+    # fraction of 0 leaves that split empty (a corpus whose test set is held back).
     # A file name ending in .gz, .xz or .bz2 is read decompressed.
     format: str = "parallel"
     splits: dict[str, str | None] = field(
@@ -71,6 +72,10 @@ class CorpusConfig:
     split_seed: int = 1234
     dev_fraction: float = 0.01
     test_fraction: float = 0.01
+    # jsonl and hub (formats with columns): carve dev and test by this column's value (a
+    # document, a dialogue), whole groups at a time, so that no group lies in two splits; null:
+    # pair by pair.
+    group_column: str | None = None
     # Remove the spaces of pre-segmented Japanese (small_parallel_enja's KyTea tokens), keeping
     # those between two Latin-script words; false keeps the segmentation (word-level BLEU).
     detokenize_ja: bool = False
@@ -206,7 +211,8 @@ class MixtureMember(CorpusSource):
 
     name: str = ""  # set by the corpus's config file, which the mixture's defaults list names
     # How many times each of its train pairs (deduplicated, cleaned) is sampled: 1 once, 2 twice,
-    # 0.5 a seeded half. Unused when the mixture sets a temperature.
+    # 0.5 a seeded half; 0 none: only its dev and test are read, and scored (a fine-tuned
+    # model's parent corpora, to watch forgetting). Unused when the mixture sets a temperature.
     weight: float = 1.0
 
 
@@ -229,6 +235,10 @@ class DataConfig(CorpusSource):
     # n_i ** (1 / temperature), n_i its pairs after deduplication and cleaning; the total stays.
     temperature: float | None = None
     mixture_seed: int = 1234  # draws the fractional parts of resampling
+    # The member whose dev BLEU picks best.pt and counts for early stopping (training.patience),
+    # the others scored beside it: a fine-tuning run's domain, its parent's corpora alongside.
+    # null: all of dev.
+    dev_corpus: str | None = None
     # The numbers a train pair's two sides share become placeholders the model copies, and the
     # translator writes them back (data/placeholders.py). Dev and test stay as written.
     number_placeholders: bool = False
@@ -245,6 +255,11 @@ class DataConfig(CorpusSource):
             self._check_mixture()
         else:
             self.check_source()
+            if self.dev_corpus is not None:
+                raise ConfigError(
+                    f"data.dev_corpus={self.dev_corpus!r} picks a corpus of a mixture; "
+                    f"{self.name} is one corpus"
+                )
         self.check_batch_tokens(self.loading.batch_tokens, "data.loading.batch_tokens")
         forward = f"{self.corpus.src_lang}-{self.corpus.tgt_lang}"
         backward = f"{self.corpus.tgt_lang}-{self.corpus.src_lang}"
@@ -293,7 +308,7 @@ class DataConfig(CorpusSource):
             if member.name != key:
                 raise ConfigError(f"{node} holds the corpus {member.name!r}: key it by that name")
             member.check_source(node)
-            check_range(f"{node}.weight", member.weight, 0, low_open=True)
+            check_range(f"{node}.weight", member.weight, 0)
             if self.temperature is not None and member.weight != 1.0:
                 raise ConfigError(
                     f"{node}.weight={member.weight} and data.temperature={self.temperature}: "
@@ -305,6 +320,13 @@ class DataConfig(CorpusSource):
                     f"{node} translates {'-'.join(member_languages)}, the mixture "
                     f"{'-'.join(languages)}: set data.corpus.src_lang and tgt_lang alike"
                 )
+        if self.dev_corpus is not None and self.dev_corpus not in self.mixture:
+            raise ConfigError(
+                f"data.dev_corpus={self.dev_corpus!r} is not a corpus of the mixture "
+                f"({', '.join(self.mixture)})"
+            )
+        if self.temperature is None and not any(m.weight for m in self.mixture.values()):
+            raise ConfigError("data.mixture: every weight is 0, which leaves no train pairs")
 
     @property
     def members(self) -> list[CorpusSource]:

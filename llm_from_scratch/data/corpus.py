@@ -52,6 +52,10 @@ _OPENERS: dict[str, Callable[..., IO[bytes]]] = {
 _DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError)
 
 
+# The column a grouped corpus's pairs carry until dev and test are carved (`_carve`).
+GROUP = "group"
+
+
 class CorpusError(UserError):
     """A corpus file is missing, malformed, or misaligned with its other side."""
 
@@ -107,13 +111,26 @@ def load_splits(
 
 def read_split(cfg: CorpusSource, split: str, paths: PathsConfig) -> datasets.Dataset:
     """The `split` of one corpus, in its own source style."""
+    group = cfg.corpus.group_column
+    if group is not None and cfg.corpus.format not in ("jsonl", "hub"):
+        raise CorpusError(
+            f"data.corpus.group_column={group!r} needs a format with columns (jsonl or hub), "
+            f"not {cfg.corpus.format!r}"
+        )
     if split not in cfg.corpus.carved_splits and split != "train":
         pairs = _read(cfg, paths, cfg.corpus.splits[split])
+        if cfg.corpus.group_column:
+            pairs = pairs.remove_columns([GROUP])
     else:
         pairs = _carve(cfg, _read(cfg, paths, cfg.corpus.splits["train"]), split)
-    if len(pairs) == 0:
+    if len(pairs) == 0 and not _is_held_back(cfg, split):
         raise CorpusError(_empty_split(cfg, split))
     return _in_corpus_style(cfg, pairs)
+
+
+def _is_held_back(cfg: CorpusSource, split: str) -> bool:
+    """Whether `split` is carved with a fraction of 0: empty on purpose (a held-back test set)."""
+    return split in cfg.corpus.carved_splits and getattr(cfg.corpus, f"{split}_fraction") == 0
 
 
 def _empty_split(cfg: CorpusSource, split: str) -> str:
@@ -214,19 +231,38 @@ def _in_direction(cfg: DataConfig, pairs: datasets.Dataset) -> datasets.Dataset:
 
 
 def _carve(cfg: CorpusSource, pairs: datasets.Dataset, split: str) -> datasets.Dataset:
-    """`split` of a seeded partition of `pairs` (the train file), dev and test carved first."""
-    carved = cfg.corpus.carved_splits
+    """`split` of a seeded partition of `pairs` (the train file), dev and test carved first;
+    by `corpus.group_column`, whole groups at a time. The group column is dropped."""
+    carved, group_column = cfg.corpus.carved_splits, cfg.corpus.group_column
     if not carved:
-        return pairs
-    order = np.random.default_rng(cfg.corpus.split_seed).permutation(len(pairs))
-    bounds, start = {}, 0
+        return pairs.remove_columns([GROUP]) if group_column else pairs
+    rng = np.random.default_rng(cfg.corpus.split_seed)
+    if group_column:
+        rows = _group_order(pairs[GROUP], rng)
+        pairs = pairs.remove_columns([GROUP])
+    else:
+        rows = [[int(index)] for index in rng.permutation(len(pairs))]
+    chosen: dict[str, list[int]] = {name: [] for name in ("dev", "test", "train")}
     for name in carved:
-        size = round(len(pairs) * getattr(cfg.corpus, f"{name}_fraction"))
-        bounds[name] = (start, start + size)
-        start += size
-    bounds["train"] = (start, len(pairs))
-    begin, end = bounds[split]
-    return pairs.select(np.sort(order[begin:end]))
+        target = round(len(pairs) * getattr(cfg.corpus, f"{name}_fraction"))
+        left = []
+        for group in rows:  # in order, each group whose whole brings the split nearer its size
+            if abs(len(chosen[name]) + len(group) - target) < abs(len(chosen[name]) - target):
+                chosen[name] += group
+            else:
+                left.append(group)
+        rows = left
+    chosen["train"] = [index for group in rows for index in group]
+    return pairs.select(np.sort(np.array(chosen[split], dtype=np.int64)))
+
+
+def _group_order(groups: list, rng: np.random.Generator) -> list[list[int]]:
+    """The rows of each group (in the order groups first appear), the groups shuffled by `rng`."""
+    members: dict[str, list[int]] = {}
+    for index, group in enumerate(groups):
+        members.setdefault(str(group), []).append(index)
+    order = list(members.values())
+    return [order[int(index)] for index in rng.permutation(len(order))]
 
 
 def _read(cfg: CorpusSource, paths: PathsConfig, location: str) -> datasets.Dataset:
@@ -307,23 +343,25 @@ def _read_hub(cfg: CorpusSource, paths: PathsConfig, root: Path, split: str) -> 
 
 
 def _select_columns(table: datasets.Dataset, cfg: CorpusSource, origin: str) -> datasets.Dataset:
-    missing = [
-        c for c in (cfg.corpus.src_column, cfg.corpus.tgt_column) if c not in table.column_names
-    ]
+    group = cfg.corpus.group_column
+    wanted = [cfg.corpus.src_column, cfg.corpus.tgt_column, *([group] if group else [])]
+    missing = [c for c in wanted if c not in table.column_names]
     if missing:
         raise CorpusError(
             f"{origin} has no column {', '.join(map(repr, missing))} (it has "
             f"{', '.join(table.column_names)}); set data.corpus.src_column and "
-            "data.corpus.tgt_column"
+            "data.corpus.tgt_column" + (" (and data.corpus.group_column)" if group else "")
         )
-    table = table.select_columns([cfg.corpus.src_column, cfg.corpus.tgt_column])
-    table = table.rename_columns({cfg.corpus.src_column: "src", cfg.corpus.tgt_column: "tgt"})
+    table = table.select_columns(wanted)
+    names = {cfg.corpus.src_column: "src", cfg.corpus.tgt_column: "tgt"}
+    table = table.rename_columns({**names, **({group: GROUP} if group else {})})
+    string = datasets.Value("string")
     # Missing values (JSON null) become empty strings, which cleaning drops and counts.
     return table.map(
         lambda batch: {key: [text or "" for text in batch[key]] for key in ("src", "tgt")},
         batched=True,
         desc="reading columns",
-    ).cast(datasets.Features({"src": datasets.Value("string"), "tgt": datasets.Value("string")}))
+    ).cast(datasets.Features({"src": string, "tgt": string, **({GROUP: string} if group else {})}))
 
 
 def _detokenize(cfg: CorpusSource, pairs: datasets.Dataset) -> datasets.Dataset:

@@ -214,12 +214,25 @@ def content_settings(cfg: DataConfig) -> dict[str, Any]:
     if not cfg.mixture:
         for key in ("mixture", "temperature", "mixture_seed"):
             del settings[key]
-    for key in ("number_placeholders", "name_placeholders", "sentence_pairs"):
+    for key in ("number_placeholders", "name_placeholders", "sentence_pairs", "dev_corpus"):
         if not settings[key]:  # the settings a run without them had before the key
             del settings[key]
+    drop_unset_corpus_keys(settings)
     if cfg.number_placeholders:
         settings["number_masking"] = NUMBER_MASKING
     return settings
+
+
+def drop_unset_corpus_keys(settings: dict[str, Any]) -> None:
+    """Remove, from `settings` (a data config as plain data), the corpus settings left unset
+    that were added after caches and tokenizer files were keyed on the others, so that those
+    keep their keys; a mixture's members too."""
+    for corpus in [
+        settings["corpus"],
+        *(m["corpus"] for m in settings.get("mixture", {}).values()),
+    ]:
+        if corpus.get("group_column") is None:
+            corpus.pop("group_column", None)
 
 
 def cache_key(cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, paths: PathsConfig) -> str:

@@ -69,7 +69,9 @@ def unique_train(
     _, first = np.unique(np.stack([src, tgt], axis=1), axis=0, return_index=True)
     unique = np.zeros(len(train), dtype=bool)
     unique[first] = True
-    held = np.unique(np.concatenate([np.concatenate(side_hashes(split)) for split in held_out]))
+    # A held-back split (a corpus without a test set) is empty: it holds nothing to compare.
+    sides = [np.concatenate(side_hashes(split)) for split in held_out if len(split)]
+    held = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *sides]))
     held = held[held != _EMPTY]
     overlapping = np.isin(src, held) | np.isin(tgt, held)
     kept = unique & ~overlapping

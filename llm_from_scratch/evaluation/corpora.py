@@ -46,6 +46,15 @@ def spread_rows(corpora: Sequence[str], total: int) -> list[int]:
     )
 
 
+def rows_first_of(corpora: Sequence[str], first: str, total: int) -> list[int]:
+    """`total` rows (or all there are) as `spread_rows` chooses them, but every row of the corpus
+    `first` taken before the others share what is left."""
+    own = [index for index, corpus in enumerate(corpora) if corpus == first][:total]
+    others = [index for index, corpus in enumerate(corpora) if corpus != first]
+    chosen = spread_rows([corpora[index] for index in others], total - len(own))
+    return sorted(own + [others[position] for position in chosen])
+
+
 def scores_by_corpus(
     hypotheses: Sequence[str], references: Sequence[str], corpora: Sequence[str], language: str
 ) -> dict[str, CorpusScores]:

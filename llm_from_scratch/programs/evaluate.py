@@ -39,6 +39,7 @@ from llm_from_scratch.checkpoint import run_model
 from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.corpus import (
     CORPUS_COLUMN,
+    CorpusError,
     corpus_labels,
     detokenize_ja,
     is_segmented,
@@ -183,6 +184,11 @@ def evaluate(config: EvaluateConfig, decoding: Collection[str] = ()) -> int:
     pairs = load_split(data, config.split, config.paths)
     if member is not None:
         pairs = pairs.filter(lambda corpus: corpus == member, input_columns=CORPUS_COLUMN)
+    if len(pairs) == 0:  # a split held back (data.corpus.test_fraction=0), or of another corpus
+        raise CorpusError(
+            f"the {config.split} split of {member or data.name} has no pairs (held back, or "
+            "carved to none): score another split (--split dev)"
+        )
     corpora = corpus_labels(pairs, data.name)
     if config.limit is not None:  # the first of each corpus, so that a mixed split shows them all
         chosen = spread_rows(corpora, config.limit)

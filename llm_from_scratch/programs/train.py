@@ -13,6 +13,8 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 
 import datasets
@@ -24,16 +26,19 @@ from llm_from_scratch.data.config import SPLITS
 from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.device import contention, resolve_device, set_threads
+from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.paths import check_directory, config_dir, project_root
 from llm_from_scratch.programs.command import exit_on_user_error
 from llm_from_scratch.programs.common import compose_config, register_schema
 from llm_from_scratch.schema import to_schema
+from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (
     Distributed,
     init_distributed,
     shutdown_distributed,
 )
+from llm_from_scratch.training.parent import Parent, adopt_parent, read_parent
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
 from llm_from_scratch.training.run import train_run
 from llm_from_scratch.training.run_dir import claim, finished_run
@@ -60,6 +65,8 @@ def train(
     run_dir = run_directory(config)
     try:
         check_directory(run_dir, "paths.run_dir")
+        config, parent = with_parent(config, command_overrides())
+        keep_model = keep_model or parent is not None  # a short recipe keeps the parent's layers
         finished = finished_run(run_dir, config, keep_model)  # before anything writes there
         if finished is not None:
             if dist.is_main:
@@ -69,24 +76,52 @@ def train(
         with claim(run_dir, dist):
             if dist.is_main and launch is not None:
                 record_launch(launch, run_dir)
-            return _train(config, dist, started_at, keep_model)
+            return _train(config, dist, started_at, keep_model, parent)
     finally:
         shutdown_distributed()
 
 
+def with_parent(
+    config: TrainConfig, overrides: Sequence[str] = ()
+) -> tuple[TrainConfig, Parent | None]:
+    """`config` adopted to the parent `training.init_from` names (training/parent.py), and the
+    parent; `config` and None without one. `overrides`: the command line's, whose model and
+    tokenizer settings, like those an experiment changed from the defaults, may not change the
+    parent's."""
+    spec = config.training.init_from
+    if spec is None:
+        return config, None
+    parent = read_parent(spec, config.paths.runs_dir)
+    chosen = {override.lstrip("+~").split("=")[0] for override in overrides}
+    for group, defaults in (("model", ModelConfig()), ("tokenizer", TokenizerConfig())):
+        settings = getattr(config, group)
+        chosen.update(
+            f"{group}.{item.name}"
+            for item in fields(settings)
+            if getattr(settings, item.name) != getattr(defaults, item.name)
+        )
+    return adopt_parent(config, parent, chosen), parent
+
+
 def _train(
-    config: TrainConfig, dist: Distributed, started_at: float, keep_model: bool
+    config: TrainConfig,
+    dist: Distributed,
+    started_at: float,
+    keep_model: bool,
+    parent: Parent | None = None,
 ) -> dict[str, float]:
     warning = contention(set_threads(config.training.threads))
     if warning is not None and dist.is_main:
         logger.warning("%s", warning)
     datasets.disable_progress_bars()  # the log says what the data stage did
+    if parent is not None and dist.is_main:
+        logger.info("fine-tuning %s: its model shape and tokenizers", parent)
     if not dist.is_main:
         dist.barrier()  # let the main process train the tokenizers and fill the cache first
-    data = prepare_data(config)
+    data = prepare_data(config, parent)
     if dist.is_main:
         dist.barrier()
-    run = train_run(config, data, dist, started_at=started_at, keep_model=keep_model)
+    run = train_run(config, data, dist, started_at=started_at, keep_model=keep_model, parent=parent)
     if run.final is not None:
         for line in summary(run.final, config, time.perf_counter() - started_at):
             logger.info("%s", line)
@@ -106,16 +141,21 @@ def record_launch(cfg: DictConfig, run_dir: Path) -> None:
     OmegaConf.save(hydra_cfg.overrides.task, directory / "overrides.yaml")
 
 
-def prepare_data(config: TrainConfig) -> DataModule:
-    """Fetch the data, load or train the tokenizers, tokenize and clean. Each stage logs what it
-    does when it has work to do; here, one line per stage says it is ready and how long it took."""
+def prepare_data(config: TrainConfig, parent: Parent | None = None) -> DataModule:
+    """Fetch the data, load or train the tokenizers (a `parent`'s: its own), tokenize and clean.
+    Each stage logs what it does when it has work to do; here, one line per stage says it is
+    ready and how long it took."""
     started = time.perf_counter()
     raw_dirs = fetch_data(config.data, config.paths)
     logger.info("data ready: %s (%s)", ", ".join(map(shown, raw_dirs)), _since(started))
     started = time.perf_counter()
-    src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
-    files = dict.fromkeys(tokenizer_paths(config.data, config.tokenizer, config.paths))
-    logger.info("tokenizers ready: %s (%s)", ", ".join(map(shown, files)), _since(started))
+    if parent is not None:
+        src_tok, tgt_tok = parent.src_tok, parent.tgt_tok
+        logger.info("tokenizers: the parent's, from %s", shown(parent.path))
+    else:
+        src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
+        files = dict.fromkeys(tokenizer_paths(config.data, config.tokenizer, config.paths))
+        logger.info("tokenizers ready: %s (%s)", ", ".join(map(shown, files)), _since(started))
     started = time.perf_counter()
     data = build_data(config.data, src_tok, tgt_tok, config.paths)
     sizes = ", ".join(f"{split} {len(data.splits[split]):,}" for split in SPLITS)
@@ -199,6 +239,11 @@ def _main(cfg: DictConfig) -> None:
         except KeyboardInterrupt:  # Ctrl-C before the first step or after the last
             print("\ninterrupted: run the same command to go on", file=sys.stderr)
             sys.exit(130)
+
+
+def command_overrides() -> list[str]:
+    """The command line's overrides (none outside a Hydra app: the Python API)."""
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
 def model_chosen() -> bool:

@@ -89,6 +89,7 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> dict
         "config": reference["config"],
         "tokenizers": reference["tokenizers"],
         "tokenizer_hashes": reference["tokenizer_hashes"],
+        **({"parent": reference["parent"]} if "parent" in reference else {}),
         "averaged_from": [str(path) for path in paths],
         "averaged_steps": [
             _step_of(path, state) for path, state in zip(paths, states, strict=True)

@@ -104,6 +104,10 @@ class TrainingConfig:
     # last: continue from last.pt. snapshot: where last.pt is gone, from the newest snapshot (its
     # weights and position; the optimizer's moments start afresh).
     resume_from: str = "last"
+    # A new run's starting point, a trained model (training/parent.py): a checkpoint file, or
+    # `run:NAME` for a run's final model. Its weights, tokenizers and model shape; a fresh
+    # optimizer and schedule. null: random weights.
+    init_from: str | None = None
     # Steps traced by torch.profiler after the first few, into <run>/profile/
     # (training/profiling.py); 0: none.
     profile_steps: int = 0

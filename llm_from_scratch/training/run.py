@@ -12,6 +12,7 @@ from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.training.config import TrainConfig, TrainingConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.final import final_model
+from llm_from_scratch.training.parent import Parent
 from llm_from_scratch.training.planner import BudgetPlanner
 from llm_from_scratch.training.report import FinalModel, hparams
 from llm_from_scratch.training.run_dir import load_resume, resume_path
@@ -33,18 +34,20 @@ def train_run(
     started_at: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
     keep_model: bool = False,
+    parent: Parent | None = None,
 ) -> TrainedRun:
     """Plan, train and score the run of `config` (resumed from its `last.pt` when there is one).
     Raises `stop.Stopped` when a signal stopped it, after saving `last.pt`.
     `started_at`: `clock()` when the program started, for a time budget; `keep_model`: the command
-    chose its model, which the short recipe then keeps."""
+    chose its model, which the short recipe then keeps; `parent`: the model a new run starts from
+    (`training.init_from`, read by `parent.read_parent`)."""
     dist = dist or Distributed()
     planner = BudgetPlanner(config, data, dist, clock, started_at, keep_model)
     run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
     saved = saved_run(run_dir, config.training)
     plan = planner.plan(saved.progress if saved is not None else None)
     replan = planner.replan if planner.costs is not None else None
-    trainer = Trainer(config, data, plan, dist, clock, replan, planner.deadline())
+    trainer = Trainer(config, data, plan, dist, clock, replan, planner.deadline(), parent)
     if saved is not None and saved.finished:
         return TrainedRun(trainer, trainer.fit(), None)  # which checks the stopping settings
     log = trainer.run_logger()

@@ -20,6 +20,7 @@ import datasets
 from llm_from_scratch.atomic import build_lock
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.corpus import load_split
+from llm_from_scratch.data.datamodule import drop_unset_corpus_keys
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, NUMBER_MASKING, PLACEHOLDERS
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
@@ -85,6 +86,7 @@ def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
             name: {key: value for key, value in asdict(member).items() if key != "weight"}
             for name, member in data_cfg.mixture.items()
         }
+    drop_unset_corpus_keys(settings)
     return settings
 
 
@@ -124,10 +126,7 @@ def load_or_train_tokenizers(
         return texts
 
     source_lang, target_lang = data_cfg.source_lang, data_cfg.target_lang
-    # Rare as they are, each placeholder must be a token of its own on both sides.
-    required = (PLACEHOLDERS if data_cfg.number_placeholders else ()) + (
-        NAME_PLACEHOLDERS if data_cfg.name_placeholders else ()
-    )
+    required = required_characters(data_cfg)
     if tok_cfg.shared:
         shared = _load_or_train(
             src_path,
@@ -150,6 +149,14 @@ def load_or_train_tokenizers(
         required,
     )
     return source, target
+
+
+def required_characters(data_cfg: DataConfig) -> tuple[str, ...]:
+    """The placeholders the train pairs of `data_cfg` hold: rare as they are, each must be a
+    token of its own on both sides."""
+    return (PLACEHOLDERS if data_cfg.number_placeholders else ()) + (
+        NAME_PLACEHOLDERS if data_cfg.name_placeholders else ()
+    )
 
 
 def _load_or_train(

@@ -26,6 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 from llm_from_scratch.checkpoint import (
     build_model,
     inference_state,
+    load_weights,
     save_checkpoint,
 )
 from llm_from_scratch.data.batch import Batch
@@ -40,6 +41,7 @@ from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler, lr_multiplier
+from llm_from_scratch.training.parent import Parent
 from llm_from_scratch.training.profiling import UPDATE_RANGE, StepProfiler, fetched
 from llm_from_scratch.training.recipe import Plan, recipe_plan
 from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
@@ -54,7 +56,7 @@ from llm_from_scratch.training.state import (
 )
 from llm_from_scratch.training.stats import LogWindow, RunTiming, StepStats
 from llm_from_scratch.training.stop import Stopped, StopRequest
-from llm_from_scratch.training.validation import Validator
+from llm_from_scratch.training.validation import Validator, corpus_metric
 
 logger = logging.getLogger(__name__)
 
@@ -77,10 +79,12 @@ class Trainer:
         clock: Callable[[], float] = time.perf_counter,
         replan: Replan | None = None,
         deadline: Deadline | None = None,
+        parent: Parent | None = None,
     ):
         """Train `plan` (default: `config`'s step budget). `replan`: a time budget's re-plan of
         the step count at the warm-up's end, from the run's own steps; `deadline`: its end, which
-        a validation may not push the run past."""
+        a validation may not push the run past; `parent`: the model a new run starts from
+        (`training.init_from`), whose lineage its checkpoints record."""
         self.config = config
         self.clock = clock
         self.cfg = config.training
@@ -90,6 +94,8 @@ class Trainer:
         self.schedule = self.plan.schedule
         self.replan = replan
         self.deadline = deadline
+        self.parent = parent
+        self.lineage = parent.lineage if parent is not None else None
         device = resolve_device(self.cfg.device, "training.device")
         if device.type == "cuda" and self.dist.enabled:
             device = torch.device("cuda", self.dist.local_rank)
@@ -355,7 +361,7 @@ class Trainer:
     def _record_validation(self, metrics: dict[str, float]) -> None:
         """Track the best dev BLEU, log the validation, and save `best.pt` when it improved."""
         progress = self.progress
-        improved = progress.record_validation(metrics["bleu"])
+        improved = progress.record_validation(metrics[self.selection_metric])
         line = validation_line(
             progress.step,
             self.schedule.steps,
@@ -367,6 +373,13 @@ class Trainer:
         logger.info("%s", line)
         if improved:
             self.save("best.pt", metrics)
+
+    @property
+    def selection_metric(self) -> str:
+        """The dev score that picks `best.pt` and counts for patience: `data.dev_corpus`'s BLEU,
+        else all of dev's."""
+        corpus = self.config.data.dev_corpus
+        return "bleu" if corpus is None else corpus_metric(corpus, "bleu")
 
     def _early_stop(self, stop: bool) -> bool:
         exhausted = out_of_patience(self.progress, self.cfg)
@@ -398,6 +411,8 @@ class Trainer:
             progress=asdict(self.progress),
             rng=rng_state(),
         )
+        if self.lineage is not None:
+            state["parent"] = self.lineage
         return state
 
     def _snapshot(self, step: int) -> None:
@@ -419,7 +434,15 @@ class Trainer:
         it). Neither: a new run."""
         saved = load_saved(self.run_dir, self.cfg, self.model, self.data)
         if saved is None:
+            if self.parent is not None:
+                load_weights(self.model, self.parent.weights, str(self.parent.path))
+                if self.dist.is_main:
+                    logger.info(
+                        "starting from %s: its weights, a fresh optimizer and schedule",
+                        self.parent,
+                    )
             return
+        self.lineage = saved.state.get("parent", self.lineage)
         self.progress = saved.run.progress
         self.progress.finished = saved.run.finished  # also for files from before the flag
         self.scheduler.load_state_dict(saved.state["scheduler"])

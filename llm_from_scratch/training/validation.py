@@ -3,7 +3,8 @@ cross-attention figures; at the end of a run, greedy BLEU/chrF of the final mode
 
 Where a split mixes several corpora (its `corpus` column), BLEU and chrF are given per corpus
 too, as `<corpus>/bleu` and `<corpus>/chrf` beside the overall `bleu` and `chrf`; the dev
-sentences decoded for BLEU are spread evenly over the corpora.
+sentences decoded for BLEU are spread evenly over the corpora, but for `data.dev_corpus`, whose
+BLEU picks the model: all of its sentences are decoded first.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from llm_from_scratch.data.corpus import corpus_labels
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.number_repair import repair_numbers
-from llm_from_scratch.evaluation.corpora import scores_by_corpus, spread_rows
+from llm_from_scratch.evaluation.corpora import rows_first_of, scores_by_corpus, spread_rows
 from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision
@@ -53,7 +54,11 @@ class Validator:
         self.target_lang = config.data.target_lang  # BLEU cuts words as this language needs
         dev = data.splits["dev"]
         corpora = corpus_labels(dev, data.cfg.name)
-        chosen = spread_rows(corpora, config.training.dev_bleu_sentences)
+        total, selecting = config.training.dev_bleu_sentences, config.data.dev_corpus
+        if selecting is None:
+            chosen = spread_rows(corpora, total)
+        else:  # the corpus whose BLEU picks the model: all of it, the others beside it
+            chosen = rows_first_of(corpora, selecting, total)
         self.bleu_subset = dev.select(chosen)
         self.subset_corpora = [corpora[index] for index in chosen]
         self.example_rows = spread_rows(self.subset_corpora, EXAMPLES_SHOWN)

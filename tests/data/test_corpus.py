@@ -12,6 +12,7 @@ from llm_from_scratch.data.corpus import (
     load_extra_train,
     load_split,
 )
+from llm_from_scratch.data.sources import fetch_dataset
 
 
 @pytest.mark.parametrize(
@@ -256,3 +257,91 @@ def test_local_tsv_config_with_only_a_train_file_carves_dev_and_test(train_confi
     paths = dataclasses.replace(config.paths, raw_dir=str(tmp_path), cache_dir=str(tmp_path))
     sizes = [len(load_split(config.data, split, paths)) for split in ("train", "dev", "test")]
     assert sizes == [980, 10, 10]
+
+
+def write_documents(directory, sizes: dict[str, int]) -> None:
+    """A JSONL pool of pairs in document order, `sizes[document]` pairs each."""
+    directory.mkdir()
+    lines = [
+        json.dumps({"document": document, "no": no, "speaker": "A", "en": f"{document} {no}",
+                    "ja": f"{document}の{no}"})
+        for document, size in sizes.items()
+        for no in range(1, size + 1)
+    ]  # fmt: skip
+    (directory / "pool.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def grouped(local_config, seed: int = 1234, **corpus: object):
+    return local_config(
+        "talks",
+        corpus={
+            "format": "jsonl",
+            "splits": {"train": "pool.jsonl"},
+            "group_column": "document",
+            "dev_fraction": 0.2,
+            "test_fraction": 0.0,
+            "split_seed": seed,
+            **corpus,
+        },
+    )
+
+
+def documents_of(pairs) -> set[str]:
+    return {source.split()[0] for source in pairs["src"]}
+
+
+def test_dev_is_carved_by_document_and_no_document_lies_in_two_splits(
+    tmp_path, local_config, paths
+):
+    sizes = {f"d{k}": 5 + 3 * k for k in range(10)}  # 185 pairs in 10 documents
+    write_documents(tmp_path / "talks", sizes)
+
+    def splits(seed: int) -> dict[str, list[str]]:
+        cfg = grouped(local_config, seed)
+        return {name: load_split(cfg, name, paths) for name in ("train", "dev", "test")}
+
+    first = splits(1234)
+    train, dev = documents_of(first["train"]), documents_of(first["dev"])
+    assert not train & dev and train | dev == set(sizes)
+    assert len(first["dev"]) == sum(sizes[document] for document in dev)  # whole documents
+    assert abs(len(first["dev"]) - 37) <= max(sizes.values()) / 2  # near 20%, by whole documents
+    assert len(first["test"]) == 0  # a fraction of 0: held back, not an error
+    assert first["train"].column_names == first["dev"].column_names == ["src", "tgt"]
+    assert splits(1234)["dev"]["src"] == first["dev"]["src"]
+    assert any(documents_of(splits(seed)["dev"]) != dev for seed in (1, 2))
+
+
+def test_a_group_column_the_file_lacks_is_named(tmp_path, local_config, paths):
+    write_documents(tmp_path / "talks", {"a": 3, "b": 3})
+    cfg = grouped(local_config, group_column="dialogue")
+    with pytest.raises(CorpusError, match=r"has no column 'dialogue' .*data\.corpus\.group_column"):
+        load_split(cfg, "train", paths)
+
+
+def test_a_group_column_needs_a_format_with_columns(tmp_path, local_config, paths):
+    (tmp_path / "tsv").mkdir()
+    (tmp_path / "tsv" / "train.tsv").write_text("a\tb\n")
+    cfg = local_config("tsv", corpus={"format": "tsv", "splits": {"train": "train.tsv"},
+                                      "group_column": "document"})  # fmt: skip
+    with pytest.raises(CorpusError, match=r"group_column='document' needs a format with columns"):
+        load_split(cfg, "train", paths)
+
+
+def test_the_dialogue_corpora_are_read_as_given_with_dev_carved_by_document(
+    train_config, corpus_mirror, tmp_path
+):
+    for name, pool in (("ami_meeting", 2000), ("bsd_dialogue", 2051)):
+        config = train_config(f"data={name}")
+        paths = dataclasses.replace(config.paths, raw_dir=str(tmp_path), cache_dir=str(tmp_path))
+        fetch_dataset(config.data, paths)
+        rows = [json.loads(line) for line in (tmp_path / name / "dev.jsonl").open()]
+        document = {(row["en"], row["ja"]): row["document"] for row in rows}
+        split = {s: load_split(config.data, s, paths) for s in ("train", "dev", "test")}
+        assert len(split["train"]) + len(split["dev"]) == pool and len(split["test"]) == 0
+        train_pairs = set(zip(split["train"]["src"], split["train"]["tgt"], strict=True))
+        dev_pairs = set(zip(split["dev"]["src"], split["dev"]["tgt"], strict=True))
+        # A pair that occurs in several documents ("Okay.") tells no document apart.
+        only_one = {pair for pair in document if sum(r["en"] == pair[0] for r in rows) == 1}
+        train_docs = {document[pair] for pair in train_pairs & only_one}
+        dev_docs = {document[pair] for pair in dev_pairs & only_one}
+        assert dev_docs and not train_docs & dev_docs, name

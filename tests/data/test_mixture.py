@@ -17,7 +17,7 @@ from llm_from_scratch.data.config import (
 )
 from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.datamodule import build_data
-from llm_from_scratch.data.mixture import normalize, resample, sample_sizes
+from llm_from_scratch.data.mixture import normalize, resample, sample_sizes, unique_train
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.schema import to_data, to_schema
 from llm_from_scratch.tokenizer.config import TokenizerConfig
@@ -198,7 +198,12 @@ def member_dict(**changes: object) -> dict:
     [
         ({"mixture": {"alpha": {"source": "local"}}}, "data.mixture.alpha names no corpus"),
         ({"mixture": {"beta": member_dict()}}, "holds the corpus 'alpha'"),
-        ({"mixture": {"alpha": member_dict(weight=0)}}, "data.mixture.alpha.weight=0.0 must be"),
+        ({"mixture": {"alpha": member_dict(weight=-1)}}, "data.mixture.alpha.weight=-1.0 must be"),
+        ({"mixture": {"alpha": member_dict(weight=0)}}, "every weight is 0, which leaves no train"),
+        (
+            {"mixture": {"alpha": member_dict()}, "dev_corpus": "beta"},
+            "data.dev_corpus='beta' is not a corpus of the mixture (alpha)",
+        ),
         ({"mixture": {"alpha": member_dict()}, "temperature": 0}, "data.temperature=0.0 must be"),
         (
             {"mixture": {"alpha": member_dict(weight=2)}, "temperature": 2},
@@ -258,3 +263,18 @@ def test_sentence_pairs_join_train_before_deduplication(two_corpora):
     assert train["corpus"][len(plain) :] == ["beta", "beta"]
     dev = load_split(mixture(sentence_pairs=True), "dev", two_corpora)
     assert dev["src"][:] == ["Good morning.", "He is here."]  # held-out splits as written
+
+
+def test_a_weight_of_zero_trains_none_of_a_corpus_and_scores_it(two_corpora, word_tokenizer):
+    data = build_data(mixture(beta_weight=0.0), word_tokenizer, word_tokenizer, two_corpora)
+    assert set(data.splits["train"]["corpus"][:]) == {"alpha"}
+    assert data.report.corpora["beta"] == {"kept": 1, "sampled": 0}
+    for split in ("dev", "test"):  # held out as with any weight: scored beside alpha's
+        assert sorted(set(data.splits[split]["corpus"][:])) == ["alpha", "beta"]
+
+
+def test_an_empty_held_out_split_removes_nothing():
+    train = datasets.Dataset.from_dict({"src": ["a b", "a b", "c"], "tgt": ["x", "x", "y"]})
+    empty = train.select([])  # a corpus whose test split is held back
+    kept, counts = unique_train(train, [empty])
+    assert kept["src"][:] == ["a b", "c"] and counts == {"duplicate": 1, "held_out_overlap": 0}

@@ -9,6 +9,7 @@ import pytest
 from llm_from_scratch.evaluation.corpora import (
     even_shares,
     rows_by_corpus,
+    rows_first_of,
     scores_by_corpus,
     spread_rows,
 )
@@ -78,3 +79,11 @@ def test_scores_by_corpus_equal_each_corpus_scored_alone():
         assert scores[corpus] == alone
     assert scores["enja"].bleu != scores["tanaka"].bleu
     assert scores_by_corpus(hypotheses, references, ["enja"] * 4, "ja") == {}
+
+
+def test_rows_first_of_takes_all_of_one_corpus_and_shares_the_rest():
+    corpora = ["dom"] * 5 + ["a"] * 10 + ["b"] * 10
+    rows = rows_first_of(corpora, "dom", 11)
+    assert [corpora[index] for index in rows] == ["dom"] * 5 + ["a"] * 3 + ["b"] * 3
+    assert rows == [0, 1, 2, 3, 4, 5, 6, 7, 15, 16, 17]
+    assert rows_first_of(corpora, "dom", 3) == [0, 1, 2]  # fewer than the corpus holds
