@@ -129,6 +129,51 @@ def test_the_translation_keeps_the_typed_lines_and_each_sentence_has_its_heatmap
     assert "".join(sources).replace("▁", " ").strip() == "the mat .<eos>"
 
 
+LONG_SENTENCE = "the cat sat on the mat and the dog sat on the mat by the cat."  # 20+ pieces
+
+
+def viewport(browser, width: int) -> None:
+    """A phone's screen, `width` CSS pixels wide."""
+    metrics = {"width": width, "height": 800, "deviceScaleFactor": 1, "mobile": True}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+
+
+def test_a_heatmap_wider_than_a_phone_scrolls_and_says_so(browser, server):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    viewport(browser, 400)
+    try:
+        browser.get(server)
+        WebDriverWait(browser, WAIT_S).until(
+            lambda _: "step" in browser.find_element(By.ID, "model").text
+        )
+        source = browser.find_element(By.ID, "source")
+        source.clear()
+        source.send_keys(LONG_SENTENCE)
+        browser.find_element(By.ID, "translate").click()
+        WebDriverWait(browser, WAIT_S).until(
+            lambda _: browser.find_elements(By.CSS_SELECTOR, "#heatmap td")
+        )
+        heatmap = browser.find_element(By.ID, "heatmap")
+        width = browser.execute_script("return document.documentElement.clientWidth")
+        box, content = (int(heatmap.get_property(key)) for key in ("clientWidth", "scrollWidth"))
+        assert width == 400 and box < width < content  # cut off, as on the issue's phone
+        assert browser.execute_script("return document.documentElement.scrollWidth") == width
+        cue = browser.find_element(By.ID, "heatmap-scroll")
+        assert cue.is_displayed() and "scroll it sideways" in cue.text
+        browser.execute_script("arguments[0].scrollLeft = arguments[0].scrollWidth", heatmap)
+        assert int(heatmap.get_property("scrollLeft")) == content - box  # it scrolls
+        WebDriverWait(browser, WAIT_S).until(lambda _: not cue.is_displayed())  # the end seen
+        viewport(browser, 1200)
+        WebDriverWait(browser, WAIT_S).until(
+            lambda _: heatmap.get_property("scrollWidth") <= heatmap.get_property("clientWidth")
+        )
+        assert not cue.is_displayed()  # it all fits
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def test_a_refused_request_shows_the_servers_error(browser, server):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

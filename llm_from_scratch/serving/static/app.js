@@ -96,8 +96,8 @@ function show(translation) {
   $("layer").replaceChildren(...numbers.map((number, i) => new Option(`layer ${number}`, i)));
   $("layer").value = layers - 1; // the last layer: usually the sharpest alignment (CTranslate2
   // returns only that one)
+  $("result").hidden = false; // first: a hidden heatmap has no width to measure
   drawHeatmap();
-  $("result").hidden = false;
 }
 
 function drawHeatmap() {
@@ -124,6 +124,15 @@ function drawHeatmap() {
     });
   });
   $("heatmap").replaceChildren(table);
+  showScrollCue();
+}
+
+// A heatmap wider than the screen scrolls sideways; a phone's scrollbar is thin and fades, so a
+// note says there is more, until the end has been scrolled to.
+function showScrollCue() {
+  const heatmap = $("heatmap");
+  const hidden = heatmap.scrollWidth - heatmap.clientWidth - heatmap.scrollLeft;
+  $("heatmap-scroll").hidden = hidden < 1;
 }
 
 function cell(tag, text, className) {
@@ -142,4 +151,6 @@ function shade(fraction) {
 $("form").addEventListener("submit", translate);
 $("layer").addEventListener("change", drawHeatmap);
 $("sentence").addEventListener("change", drawHeatmap);
+$("heatmap").addEventListener("scroll", showScrollCue);
+window.addEventListener("resize", showScrollCue);
 showModel();
