@@ -19,7 +19,8 @@ from llm_from_scratch.decoding import translator as translator_module
 from llm_from_scratch.decoding.batched import decode_pieces, length_batches
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.decoding.translator import InputError, Translator
+from llm_from_scratch.decoding.lines import InputError
+from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.programs import evaluate as evaluate_cli
 from tests.decoding.builders import answering
