@@ -19,7 +19,7 @@ from llm_from_scratch.decoding import translator as translator_module
 from llm_from_scratch.decoding.batched import decode_pieces, length_batches
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.decoding.lines import InputError
+from llm_from_scratch.decoding.lines import InputError, one_line
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.programs import evaluate as evaluate_cli
@@ -156,7 +156,7 @@ def test_the_characters_made_spaces_are_unicodes_controls_and_line_and_paragraph
         " " if unicodedata.category(char) in ("Cc", "Zl", "Zp") else char
         for char in every_character
     )
-    assert translator_module._one_line(every_character) == expected
+    assert one_line(every_character) == expected
 
 
 FIVE_SENTENCES = "the cat sat. a dog ran. the mat. これはテストです。 the park!"
