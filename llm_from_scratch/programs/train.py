@@ -32,6 +32,7 @@ from llm_from_scratch.programs.command import exit_on_user_error
 from llm_from_scratch.programs.common import compose_config, register_schema
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.training.budget import slower_clock
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (
     Distributed,
@@ -121,7 +122,18 @@ def _train(
     data = prepare_data(config, parent)
     if dist.is_main:
         dist.barrier()
-    run = train_run(config, data, dist, started_at=started_at, keep_model=keep_model, parent=parent)
+    slowdown = config.training.budget_slowdown
+    clock = time.perf_counter if slowdown == 1 else slower_clock(slowdown, started_at)
+    if slowdown != 1 and dist.is_main:
+        logger.info(
+            "planning the budget as a CPU %.2fx slower would (training.budget_slowdown): "
+            "the plan and the elapsed times of its steps are that CPU's",
+            slowdown,
+        )
+    run = train_run(
+        config, data, dist, started_at=started_at, clock=clock, keep_model=keep_model,
+        parent=parent,
+    )  # fmt: skip
     if run.final is not None:
         for line in summary(run.final, config, time.perf_counter() - started_at):
             logger.info("%s", line)

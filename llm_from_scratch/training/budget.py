@@ -25,6 +25,7 @@ weights as they are.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -278,6 +279,19 @@ def describe(
     else:
         planned = f"planned {schedule.steps:,} of {full.steps:,} steps to fit {budget_and_speed}"
     return f"{planned}; the same run without a budget: {schedule.overrides(cfg)}"
+
+
+def slower_clock(
+    slowdown: float, origin: float, clock: Callable[[], float] = time.perf_counter
+) -> Callable[[], float]:
+    """`clock` as a CPU `slowdown` times slower would read it in the same run, from `origin` on
+    (`training.budget_slowdown`). Every cost the planner times, the setup before it and the
+    deadline scale alike, so the plan is that CPU's, up to the ratio's accuracy."""
+
+    def slower() -> float:
+        return origin + (clock() - origin) * slowdown
+
+    return slower
 
 
 def format_duration(seconds: float) -> str:

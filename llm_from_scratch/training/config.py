@@ -85,6 +85,9 @@ class TrainingConfig:
     # A wall-clock budget (`1800`, `30m`, `1h`), setup included, that the run's schedule is
     # planned to fit (training/budget.py); null trains exactly `max_steps` on any machine.
     max_time: str | None = "30m"
+    # Plan the budget as a CPU this many times slower would (training/budget.py, `slower_clock`):
+    # the run trains that CPU's steps, so a fast machine can search a slow CPU's recipe.
+    budget_slowdown: float = 1.0
     lr: float = 2e-3
     weight_decay: float = 0.01
     schedule: str = "cosine"
@@ -141,6 +144,12 @@ class TrainingConfig:
         check_range("training.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         if self.max_time is not None:
             parse_duration(self.max_time)
+        check_range("training.budget_slowdown", self.budget_slowdown, 0, low_open=True)
+        if self.budget_slowdown != 1 and self.max_time is None:
+            raise ConfigError(
+                "training.budget_slowdown plans a time budget: set training.max_time too "
+                "(null trains exactly max_steps on any machine)"
+            )
 
 
 @dataclass

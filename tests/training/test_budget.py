@@ -21,6 +21,7 @@ from llm_from_scratch.training.budget import (
     plan,
     replan,
     run_seconds,
+    slower_clock,
 )
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.optim import lr_multiplier
@@ -60,10 +61,13 @@ class FakeClock:
 
 class StepClock(FakeClock):
     """Each update takes `probe_step` seconds in the budget probe (at step 0) and `run_step` in
-    the run; a reading takes a millisecond."""
+    the run; a reading takes `reading` seconds (a millisecond)."""
 
-    def __init__(self, monkeypatch, probe_step: float = 1.0, run_step: float = 1.0) -> None:
+    def __init__(
+        self, monkeypatch, probe_step: float = 1.0, run_step: float = 1.0, reading: float = 0.001
+    ) -> None:
         super().__init__()
+        self.reading = reading
         update = Trainer.update
 
         def timed(trainer, micro_batches):
@@ -73,7 +77,7 @@ class StepClock(FakeClock):
         monkeypatch.setattr(Trainer, "update", timed)
 
     def __call__(self) -> float:
-        self.now += 0.001
+        self.now += self.reading
         return self.now
 
 
@@ -121,6 +125,47 @@ def test_durations(text, seconds):
 def test_bad_durations_are_refused(text):
     with pytest.raises(ConfigError, match=r"training\.max_time"):
         TrainingConfig(max_time=text)
+
+
+def test_a_slower_clock_counts_each_second_slowdown_times():
+    readings = iter([10.0, 10.5, 13.0])
+    clock = slower_clock(2.0, origin=10.0, clock=lambda: next(readings))
+    assert [clock(), clock(), clock()] == [10.0, 11.0, 16.0]
+
+
+@pytest.mark.parametrize("slowdown", [0, -1.5])
+def test_a_slowdown_must_be_positive(slowdown):
+    with pytest.raises(ConfigError, match=r"training\.budget_slowdown"):
+        TrainingConfig(budget_slowdown=slowdown)
+
+
+def test_a_slowdown_without_a_budget_is_refused():
+    with pytest.raises(ConfigError, match=r"training\.budget_slowdown.*training\.max_time"):
+        TrainingConfig(max_time=None, budget_slowdown=2.0)
+
+
+@pytest.mark.slow
+def test_a_run_planned_as_a_slower_cpu_trains_that_cpus_run(copy_task, tmp_path):
+    """A machine twice as fast, planning as one twice as slow, trains the slow one's run: the
+    same plan, log line and weights. Times are powers of two, so both clocks read exactly."""
+    config, data, _ = copy_task
+    runs = {}
+    for name, seconds, slowdown in (("slow", 1.0, 1.0), ("fast", 0.5, 2.0)):
+        with pytest.MonkeyPatch.context() as patch:
+            clock = StepClock(patch, probe_step=seconds, run_step=seconds, reading=seconds / 1024)
+            settings = {"max_time": "35", "budget_slowdown": slowdown}
+            run = Run(
+                budgeted(config, tmp_path / name, **settings),
+                data,
+                clock=slower_clock(slowdown, 0.0, clock),
+                started_at=0.0,
+            )
+            run.fit()
+            runs[name] = run
+    slow, fast = runs["slow"], runs["fast"]
+    assert 1 < slow.schedule.steps < 60
+    assert fast.schedule == slow.schedule
+    assert_same_weights(fast, slow)
 
 
 @pytest.mark.parametrize("budget", [300.0, 900.0, 1800.0, 3600.0])
