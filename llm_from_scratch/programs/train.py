@@ -41,7 +41,7 @@ from llm_from_scratch.training.distributed import (
 )
 from llm_from_scratch.training.parent import Parent, adopt_parent, read_parent
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
-from llm_from_scratch.training.run import train_run
+from llm_from_scratch.training.run import recipe_config, train_run
 from llm_from_scratch.training.run_dir import claim, finished_run
 from llm_from_scratch.training.stop import Stopped
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers, tokenizer_paths
@@ -53,11 +53,15 @@ register_schema("train_schema", TrainConfig)
 
 
 def train(
-    config: TrainConfig, launch: DictConfig | None = None, keep_model: bool = False
+    config: TrainConfig,
+    launch: DictConfig | None = None,
+    keep_model: bool = False,
+    keep_tokenizers: bool = False,
 ) -> dict[str, float]:
     """Build the data and the model, train, and return the final dev metrics (none when the run
     had already finished). `launch`: the config Hydra composed, recorded in `<run_dir>/.hydra/`;
-    `keep_model`: the command chose the model (`model=...`), which the short recipe then keeps."""
+    `keep_model`: the command chose the model (`model=...`), which the short recipe then keeps;
+    `keep_tokenizers`: the command chose the tokenizers (`tokenizer=...`), which it keeps too."""
     started_at = time.perf_counter()  # a time budget counts data and tokenizer preparation too
     dist = init_distributed(resolve_device(config.training.device, "training.device").type)
     logging.basicConfig()  # without Hydra's logging (the Python API): to stderr
@@ -68,6 +72,8 @@ def train(
         check_directory(run_dir, "paths.run_dir")
         config, parent = with_parent(config, command_overrides())
         keep_model = keep_model or parent is not None  # a short recipe keeps the parent's layers
+        keep_tokenizers = keep_tokenizers or parent is not None
+        config = recipe_config(config, keep_tokenizers)
         finished = finished_run(run_dir, config, keep_model)  # before anything writes there
         if finished is not None:
             if dist.is_main:
@@ -77,7 +83,7 @@ def train(
         with claim(run_dir, dist):
             if dist.is_main and launch is not None:
                 record_launch(launch, run_dir)
-            return _train(config, dist, started_at, keep_model, parent)
+            return _train(config, dist, started_at, keep_model, keep_tokenizers, parent)
     finally:
         shutdown_distributed()
 
@@ -109,6 +115,7 @@ def _train(
     dist: Distributed,
     started_at: float,
     keep_model: bool,
+    keep_tokenizers: bool,
     parent: Parent | None = None,
 ) -> dict[str, float]:
     warning = contention(set_threads(config.training.threads))
@@ -132,7 +139,7 @@ def _train(
         )
     run = train_run(
         config, data, dist, started_at=started_at, clock=clock, keep_model=keep_model,
-        parent=parent,
+        parent=parent, prepare=None if keep_tokenizers else prepare_data,
     )  # fmt: skip
     if run.final is not None:
         for line in summary(run.final, config, time.perf_counter() - started_at):
@@ -243,7 +250,8 @@ def run_directory(config: TrainConfig) -> Path:
 def _main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         try:
-            train(to_schema(cfg, TrainConfig), launch=cfg, keep_model=model_chosen())
+            config = to_schema(cfg, TrainConfig)
+            train(config, cfg, keep_model=model_chosen(), keep_tokenizers=tokenizers_chosen())
         except Stopped as stopped:
             if int(os.environ.get("RANK", "0")) == 0:  # one line for a torchrun job
                 print(stopped, file=sys.stderr)
@@ -258,10 +266,18 @@ def command_overrides() -> list[str]:
     return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
+def command_keys() -> list[str]:
+    """The keys the command line set (`model`, `tokenizer.vocab_size`)."""
+    return [override.lstrip("+~").split("=")[0] for override in command_overrides()]
+
+
 def model_chosen() -> bool:
     """Whether the command line chose the model group (`model=tiny`), not a default or an
     experiment."""
-    if not HydraConfig.initialized():
-        return False
-    overrides = HydraConfig.get().overrides.task
-    return any(override.lstrip("+~").split("=")[0] == "model" for override in overrides)
+    return "model" in command_keys()
+
+
+def tokenizers_chosen() -> bool:
+    """Whether the command line chose the tokenizers (`tokenizer=bpe_4k`,
+    `tokenizer.vocab_size=6000`), not a default or an experiment."""
+    return any(key == "tokenizer" or key.startswith("tokenizer.") for key in command_keys())

@@ -55,6 +55,9 @@ class ShortRunConfig:
     batch_tokens: int | None = 2048  # instead of data.loading.batch_tokens (null: the same)
     n_encoder_layers: int | None = 2  # instead of model.n_encoder_layers (null: the same)
     n_decoder_layers: int | None = 2  # instead of model.n_decoder_layers (null: the same)
+    # Instead of tokenizer.vocab_size (null: the same): few updates learn a smaller vocabulary's
+    # frequent pieces sooner. A command or parent that chose the tokenizers keeps them.
+    vocab_size: int | None = 4000
     warmup: float = 0.143
     save_every: float = 0.06
 
@@ -63,7 +66,7 @@ class ShortRunConfig:
         check_range(f"{key}max_steps", self.max_steps, 1)
         check_range(f"{key}lr", self.lr, 0, low_open=True)
         check_range(f"{key}min_default_steps", self.min_default_steps, 0)
-        for name in ("batch_tokens", "n_encoder_layers", "n_decoder_layers"):
+        for name in ("batch_tokens", "n_encoder_layers", "n_decoder_layers", "vocab_size"):
             check_range(f"{key}{name}", getattr(self, name), 1)
         check_range(f"{key}dropout", self.dropout, 0, 1, high_open=True)
         check_range(f"{key}warmup", self.warmup, 0, 1, high_open=True)
