@@ -61,8 +61,8 @@ def test_smoke_experiment_selects_tiny_model_and_its_run_dir(train_config):
 
 
 def test_short_experiment_trains_the_short_recipe_for_its_steps(train_config):
-    from llm_from_scratch.training.budget import Schedule
-    from llm_from_scratch.training.recipe import recipe_plan
+    from llm_from_scratch.training.budget.recipe import recipe_plan
+    from llm_from_scratch.training.budget.schedule import Schedule
 
     config = train_config("experiment=short")
     plan = recipe_plan(config, Schedule.of(config.training))
