@@ -7,14 +7,17 @@ cannot be imported.
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 
 def shown(path: str | Path) -> str:
-    """`path` relative to the working directory when it lies under it, else absolute. Links are
-    kept, not resolved: `.venv/bin/python` is the command to type, not the Python it links to."""
+    """`path` relative to the working directory when it lies under it, else absolute, quoted
+    for a shell where it needs to be. Links are kept, not resolved: `.venv/bin/python` is the
+    command to type, not the Python it links to."""
     absolute = Path(os.path.abspath(path))
     try:
-        return str(absolute.relative_to(os.getcwd()))
+        text = str(absolute.relative_to(os.getcwd()))
     except ValueError:
-        return str(absolute)
+        text = str(absolute)
+    return shlex.quote(text)

@@ -164,15 +164,15 @@ def prepare_data(config: TrainConfig, parent: Parent | None = None) -> DataModul
     ready and how long it took."""
     started = time.perf_counter()
     raw_dirs = fetch_data(config.data, config.paths)
-    logger.info("data ready: %s (%s)", ", ".join(map(typed, raw_dirs)), _since(started))
+    logger.info("data ready: %s (%s)", ", ".join(map(shown, raw_dirs)), _since(started))
     started = time.perf_counter()
     if parent is not None:
         src_tok, tgt_tok = parent.src_tok, parent.tgt_tok
-        logger.info("tokenizers: the parent's, from %s", typed(parent.path))
+        logger.info("tokenizers: the parent's, from %s", shown(parent.path))
     else:
         src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
         files = dict.fromkeys(tokenizer_paths(config.data, config.tokenizer, config.paths))
-        logger.info("tokenizers ready: %s (%s)", ", ".join(map(typed, files)), _since(started))
+        logger.info("tokenizers ready: %s (%s)", ", ".join(map(shown, files)), _since(started))
     started = time.perf_counter()
     data = build_data(config.data, src_tok, tgt_tok, config.paths)
     sizes = ", ".join(f"{split} {len(data.splits[split]):,}" for split in SPLITS)
@@ -191,7 +191,7 @@ def summary(final: FinalModel, config: TrainConfig, seconds: float) -> list[str]
     else:
         test = f"test {scores_text(final.test)} (greedy, {final.test_sentences:,} sentences)"
     return [
-        f"finished in {format_elapsed(seconds)}; the model: {typed(final.path)} "
+        f"finished in {format_elapsed(seconds)}; the model: {shown(final.path)} "
         f"({final.description})",
         f"dev {scores_text(final.dev)} (greedy)",
         test,
@@ -204,14 +204,9 @@ def translate_command(config: TrainConfig, model: Path) -> str:
     script = project_root() / "scripts" / "translate.py"
     run_dir = RunDir.of(config.paths, config.name)
     by_name = run_dir == RunDir.named(config.paths.runs_dir, config.name)
-    choice = f"--run {shlex.quote(config.name)}" if by_name else f"--checkpoint {typed(model)}"
+    choice = f"--run {shlex.quote(config.name)}" if by_name else f"--checkpoint {shown(model)}"
     example = EXAMPLE_INPUTS.get(config.data.source_lang, EXAMPLE_INPUTS["en"])
-    return f'{typed(Path(sys.executable))} {typed(script)} {choice} "{example}"'
-
-
-def typed(path: Path | str) -> str:
-    """`path` as a user would type it into a shell here (`display.shown`, quoted)."""
-    return shlex.quote(shown(path))
+    return f'{shown(Path(sys.executable))} {shown(script)} {choice} "{example}"'
 
 
 def _since(started: float) -> str:

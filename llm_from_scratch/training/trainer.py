@@ -245,6 +245,7 @@ class Trainer:
             step = self.progress.step
             budget.timing.add(step, now, stats.real_tokens)
             if budget.replan_due(step, self.schedule):
+                self.replan = None  # once: a second `fit` of this trainer keeps the plan
                 self._follow(budget.replanned(self.schedule, step, now))
                 bar.set_total(self.schedule.steps)
             pause_start = self.clock()
