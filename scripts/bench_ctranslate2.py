@@ -38,7 +38,9 @@ from llm_from_scratch.checkpoint import (
 from llm_from_scratch.data.corpus import corpus_labels, load_split
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.decoding.translator import Translation, Translator, joiner_for
+from llm_from_scratch.decoding.conventions import TextConventions
+from llm_from_scratch.decoding.torch_engine import TorchModel
+from llm_from_scratch.decoding.translator import Translation, Translator
 from llm_from_scratch.export.ctranslate2_model import export_checkpoint, import_ctranslate2
 from llm_from_scratch.precision import select_precision
 from llm_from_scratch.programs.command import exit_on_user_error
@@ -94,7 +96,7 @@ def teacher_forced_log_probs(translator: Translator, text: str, tokens: list[int
     tok = translator.tgt_tok
     src = torch.tensor([[*source_pieces(translator, text)[0], translator.src_tok.eos_id]])
     tgt_in = torch.tensor([[tok.bos_id, *tokens]])
-    logits = translator.model(src, torch.ones_like(src, dtype=torch.bool), tgt_in)[0]
+    logits = translator.model.model(src, torch.ones_like(src, dtype=torch.bool), tgt_in)[0]
     log_probs = logits.double().log_softmax(-1)
     log_probs[:, [tok.bos_id, tok.pad_id]] = float("-inf")
     return log_probs
@@ -152,7 +154,7 @@ def main() -> None:
         languages = config.data.source_lang, config.data.target_lang
         segmented = segmented_ja(references, languages)
         run_decoding = DecodingConfig(**run_config["decoding"])
-        joiner = joiner_for(config.data.target_lang)
+        conventions = TextConventions(config.data.source_lang, config.data.target_lang)
         precision = select_precision("auto", torch.device("cpu"), key="decoding.precision").name
         conditions = (
             f"{len(sources)} sentences of {corpora} test; "
@@ -167,7 +169,9 @@ def main() -> None:
         for name, beam_size in VARIANTS:
             decode = replace(run_decoding, beam_size=beam_size, nbest=1)
             torch_translator = Translator(
-                model, src_tok, tgt_tok, replace(decode, precision=precision), joiner
+                TorchModel(model, src_tok, tgt_tok),
+                replace(decode, precision=precision),
+                conventions,
             )
             torch_rate, torch_out = timed(torch_translator, sources)
             torch_bleu = bleu_of(torch_out)
@@ -177,7 +181,6 @@ def main() -> None:
             )
             for quantization, directory in exports.items():
                 engine = Translator.from_export(directory, device="cpu", decode=decode)
-                engine.joiner = joiner
                 workers = engine.model.on_workers()
                 if workers:
                     engine.model.per_core_workers = False
@@ -204,7 +207,9 @@ def main() -> None:
                         f"| {rate / torch_rate:.2f} | BLEU {engine_bleu:.2f} against "
                         f"{torch_bleu:.2f}; {conditions} |"
                     )
-            equivalence(exports["float32"], model, src_tok, tgt_tok, decode, joiner, sources, args)
+            equivalence(
+                exports["float32"], model, src_tok, tgt_tok, decode, conventions, sources, args
+            )
 
 
 def equivalence(
@@ -213,7 +218,7 @@ def equivalence(
     src_tok,
     tgt_tok,
     decode: DecodingConfig,
-    joiner: str,
+    conventions: TextConventions,
     sources: list[str],
     args: argparse.Namespace,
 ) -> None:
@@ -223,7 +228,7 @@ def equivalence(
     penalties = [decode.length_penalty] if decode.beam_size == 1 else [decode.length_penalty, 0.0]
     for alpha in penalties:
         fp32 = replace(decode, precision="fp32", length_penalty=alpha)
-        torch_translator = Translator(model, src_tok, tgt_tok, fp32, joiner)
+        torch_translator = Translator(TorchModel(model, src_tok, tgt_tok), fp32, conventions)
         engine = Translator.from_export(directory, device="cpu", decode=fp32)
         expected = [t.candidates[0].tokens for t in torch_translator.translate(sources)]
         got = [t.candidates[0].tokens for t in engine.translate(sources)]

@@ -34,6 +34,7 @@ from llm_from_scratch.checkpoint import (
 from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.torch_engine import TorchModel
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.precision import select_precision
@@ -106,7 +107,7 @@ def main() -> None:
         rates, outputs = [], []
         for use_cache in (True, False):
             rate, tokens = timed(
-                Translator(model, src_tok, tgt_tok, decode, use_cache=use_cache), sources
+                Translator(TorchModel(model, src_tok, tgt_tok, use_cache), decode), sources
             )
             rates.append(rate)
             outputs.append(tokens)
@@ -125,7 +126,7 @@ def main() -> None:
         if precision == "fp32":
             continue
         decode = replace(decode, precision=precision)
-        rate, tokens = timed(Translator(model, src_tok, tgt_tok, decode), sources)
+        rate, tokens = timed(Translator(TorchModel(model, src_tok, tgt_tok), decode), sources)
         unchanged = sum(a == b for a, b in zip(outputs[0], tokens, strict=True))
         print(
             f"{name:8} {rate:11.1f} in {precision}: {rate / rates[0]:.2f}x fp32's speed, "

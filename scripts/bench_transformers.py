@@ -35,6 +35,7 @@ from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.common import output_limits
 from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.loading import decoding_settings, restore_models
 from llm_from_scratch.decoding.translator import Candidate, Translation, Translator
 from llm_from_scratch.export.transformers_model import (
     Layout,
@@ -178,8 +179,10 @@ def main() -> None:
                 )
 
         # BLEU three ways, each with its own defaults.
-        translator = Translator.from_checkpoint(checkpoint, "cpu", precision="fp32")
-        translator.source_style = "raw"  # the split's sources are in the run's style already
+        restored = restore_models([checkpoint], torch.device("cpu"))
+        fp32 = decoding_settings(restored.config, None, {"precision": "fp32"})
+        # The split's sources are in the run's style already.
+        translator = Translator.from_restored(restored, fp32, source_style="raw")
         full = [t.text for t in translator.translate(sources)]
         start = time.perf_counter()
         bare = decode_pieces(

@@ -237,8 +237,8 @@ def test_version_1_checkpoint_restores_like_version_2(checkpoints):
 def test_version_1_checkpoint_translates_like_version_2(checkpoints, decode):
     old, new = (Translator.from_checkpoint(checkpoints[v], "cpu", decode) for v in (1, 2))
     assert old.decode == new.decode == (decode or run_config().decoding)
-    assert old.source_style == new.source_style == "lowercase_tokenized"
-    assert old.joiner == new.joiner == ""
+    assert old.conventions.source_style == new.conventions.source_style == "lowercase_tokenized"
+    assert old.conventions.joiner == new.conventions.joiner == ""
     old_translations, new_translations = old.translate(TEXTS), new.translate(TEXTS)
     assert [t.candidates for t in old_translations] == [t.candidates for t in new_translations]
     assert not all(c.hit_max_len for t in new_translations for c in t.candidates)

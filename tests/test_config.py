@@ -76,6 +76,27 @@ def test_short_experiment_trains_the_short_recipe_for_its_steps(train_config):
     assert (plan.lr, plan.batch_tokens) == (short.lr, short.batch_tokens)
 
 
+def test_the_slow_cpu_recipe_is_the_one_searched_on_dev(train_config, tmp_path):
+    """The short recipe that won the search at a slow CPU's 30-minute compute (docs/results.md,
+    The short recipe for slow CPUs): `make train` there trains exactly this."""
+    from llm_from_scratch.training.budget import Schedule
+    from llm_from_scratch.training.recipe import recipe_plan
+    from llm_from_scratch.training.run import recipe_config
+
+    fresh = f"paths.run_dir={tmp_path / 'run'}"  # no run to resume
+    config = recipe_config(train_config("experiment=short", "training.max_steps=2263", fresh))
+    plan = recipe_plan(config, Schedule.of(config.training))
+    assert (plan.model.n_encoder_layers, plan.model.n_decoder_layers) == (2, 2)
+    assert (plan.model.d_model, plan.model.d_ff, plan.model.dropout) == (256, 1024, 0.0)
+    assert (plan.lr, plan.batch_tokens, config.training.label_smoothing) == (1.5e-3, 2048, 0.1)
+    assert (config.tokenizer.vocab_size, config.tokenizer.shared) == (4000, False)
+    assert (plan.schedule.warmup_steps, plan.schedule.save_every) == (324, 136)
+    # a corpus whose Japanese a 4k vocabulary cannot hold keeps its 8k
+    steps = ("training.max_time=null", "training.max_steps=2263")
+    kftt = train_config("experiment=kftt", *steps, fresh)
+    assert recipe_config(kftt).tokenizer.vocab_size == 8000
+
+
 def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(train_config):
     distilled = train_config("experiment=spe_distilled")
     teacher = train_config("experiment=spe_tokenized")

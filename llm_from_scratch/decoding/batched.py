@@ -9,14 +9,14 @@ from collections.abc import Sequence
 
 from llm_from_scratch.data.batch import encode_sources
 from llm_from_scratch.decoding.beam import beam_search
-from llm_from_scratch.decoding.common import Hypothesis, SearchModel
+from llm_from_scratch.decoding.common import Hypothesis, StepModel
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.greedy import greedy_search
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 
 def decode_pieces(
-    model: SearchModel,
+    model: StepModel,
     pieces: Sequence[Sequence[int]],
     src_tok: BPETokenizer,
     tgt_tok: BPETokenizer,
@@ -49,7 +49,7 @@ def length_batches(
 
 
 def _search(
-    model: SearchModel,
+    model: StepModel,
     pieces: list[Sequence[int]],
     src_tok: BPETokenizer,
     tgt_tok: BPETokenizer,

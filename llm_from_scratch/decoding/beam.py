@@ -13,8 +13,8 @@ from torch import Tensor
 
 from llm_from_scratch.decoding.common import (
     Hypothesis,
-    SearchModel,
     SpecialIds,
+    StepModel,
     next_token_log_probs,
     number_masks,
     output_limits,
@@ -29,7 +29,7 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @torch.inference_mode()
 def beam_search(
-    model: SearchModel,
+    model: StepModel,
     src: Tensor,
     src_mask: Tensor,
     tok: SpecialIds,

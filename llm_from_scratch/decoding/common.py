@@ -1,24 +1,27 @@
 """What greedy and beam search share: the result type, the output-length limit and the
-constraints applied to every step's next-token distribution."""
+constraints applied to every step's next-token distribution; and the `SearchModel` protocol both
+engines offer the `Translator`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import torch
 from torch import Tensor
 
+from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.model.config import ModelConfig
-from llm_from_scratch.tokenizer.bpe import NumberIds
+from llm_from_scratch.tokenizer.bpe import BPETokenizer, NumberIds
 
 # The longest run of digit and separator tokens the no-repeat ban spares: 1,000,000,000,000 spelled
 # a character a token. Past it a run of digits is a loop, not a number, and the ban applies.
 MAX_SPARED_NUMBER_RUN = 16
 
 
-class SearchModel(Protocol):
-    """What the searches use of a model: a `Seq2SeqTransformer` or an `Ensemble` of them."""
+class StepModel(Protocol):
+    """What greedy and beam search call at each step: a `Seq2SeqTransformer` or an `Ensemble`."""
 
     cfg: ModelConfig
 
@@ -55,6 +58,41 @@ class Hypothesis:
     tokens: list[int]  # generated target ids, without BOS and EOS
     score: float  # log-probability; beam search divides it by the GNMT length penalty
     hit_max_len: bool  # stopped by the length limit rather than by emitting EOS
+
+
+class Attention(NamedTuple):
+    """Cross-attention of a sentence pair, heads averaged."""
+
+    layers: list[int]  # decoder layers, from 1
+    weights: Tensor  # (layers, target tokens, source tokens)
+
+
+class SearchModel(Protocol):
+    """What a `Translator` searches with, whichever the engine: `TorchModel` (a checkpoint's
+    model, or an ensemble) or `CTranslate2Model` (an export)."""
+
+    name: str  # the engine's: torch, ctranslate2
+    cfg: ModelConfig
+    src_tok: BPETokenizer
+    tgt_tok: BPETokenizer
+    device: torch.device
+    autocasts: bool  # whether torch's autocast (decoding.precision) applies to its searches
+
+    def decode_pieces(
+        self, pieces: Sequence[Sequence[int]], cfg: DecodingConfig
+    ) -> list[list[Hypothesis]]:
+        """The n-best hypotheses of each source (token ids without EOS), in order."""
+        ...
+
+    def attention(self, src_ids: Sequence[int], tgt_out: Sequence[int]) -> Attention | None:
+        """The cross-attention of `tgt_out` forced as the output for `src_ids` (EOS included in
+        both); None where no one model's attention exists (an ensemble)."""
+        ...
+
+    def call_between_steps(self, hook: Callable[[], None]) -> None:
+        """Call `hook` between decoding steps from now on, where the engine can (torch's
+        searches: at each encoder and decoder call; CTranslate2 decodes a batch in one call)."""
+        ...
 
 
 def ranked(hypotheses: list[Hypothesis], prefer_finished: bool) -> list[Hypothesis]:

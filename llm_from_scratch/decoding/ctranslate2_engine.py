@@ -1,8 +1,8 @@
 """Greedy and beam search with CTranslate2, on a directory `make export` wrote.
 
-`CTranslate2Model.decode_pieces` is `batched.decode_pieces` for this engine: source ids in,
-n-best `Hypothesis` lists out, so the `Translator` around it (cleaning, splitting, joining) is
-the same for both engines. The settings map onto CTranslate2's as follows:
+`CTranslate2Model` is a `SearchModel` as the torch engine's `TorchModel` is: its `decode_pieces`
+takes source ids and gives n-best `Hypothesis` lists, so the `Translator` around it (cleaning,
+splitting, joining) is the same for both engines. The settings map onto CTranslate2's as follows:
 - source ids + <eos> as tokens; the decoder starts from <bos> (the export's config);
 - <bos> and <pad> are never outputs (`suppress_sequences`); an empty output may end at once
   (`min_decoding_length=0`); no input truncation;
@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from llm_from_scratch.data.batch import encode_sources
-from llm_from_scratch.decoding.common import Hypothesis, output_limits, ranked
+from llm_from_scratch.decoding.common import Attention, Hypothesis, output_limits, ranked
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.export.ctranslate2_model import (
@@ -66,6 +66,9 @@ class CTranslate2Model:
     in, e.g. int8); threads: CPU threads per translation (0: torch's `get_num_threads()`).
     """
 
+    name = "ctranslate2"
+    autocasts = False  # its compute type (e.g. int8) was set when it loaded
+
     def __init__(
         self,
         directory: str | Path,
@@ -79,21 +82,22 @@ class CTranslate2Model:
         self.src_tok, self.tgt_tok = load_tokenizers(directory, self.manifest)
         self.config: dict[str, Any] = self.manifest["config"]
         self.cfg = to_schema(self.config["model"], ModelConfig)
-        self.device, _, index = device.partition(":")  # cuda:1 → cuda, device 1
-        if self.device not in ("auto", "cpu", "cuda") or not (index.isdigit() or not index):
+        kind, _, index = device.partition(":")  # cuda:1 → cuda, device 1
+        if kind not in ("auto", "cpu", "cuda") or not (index.isdigit() or not index):
             raise ConfigError(
                 f"device={device!r}: the CTranslate2 engine takes auto, cpu or cuda:N"
             )
-        if self.device == "auto":
-            self.device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+        if kind == "auto":
+            kind = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+        self.device = torch.device(kind)
         self.threads = threads or torch.get_num_threads()
         # On a CPU the searches run as batches side by side, one single-threaded worker per core:
         # a decoding step of a model this size is too little work to share between threads,
         # which then wait on each other more than they compute (docs/benchmarks.md).
-        per_core = self.device == "cpu" and self.threads > 1
+        per_core = kind == "cpu" and self.threads > 1
         self.translator = _loaded(
             directory,
-            device=self.device,
+            device=kind,
             device_index=int(index or 0),
             compute_type=compute_type,
             inter_threads=self.threads if per_core else 1,
@@ -208,6 +212,15 @@ class CTranslate2Model:
                 intra_threads=self.threads,
             )
         return self._one_worker
+
+    def attention(self, src_ids: Sequence[int], tgt_out: Sequence[int]) -> Attention:
+        """The last decoder layer's cross-attention alone: CTranslate2 returns no other."""
+        weights = torch.tensor([self.cross_attention(src_ids, tgt_out)])
+        return Attention([self.cfg.n_decoder_layers], weights)
+
+    def call_between_steps(self, hook: Callable[[], None]) -> None:
+        """Never called: a batch decodes in one call, so it can only be dropped before it
+        starts."""
 
     def cross_attention(self, src_ids: Sequence[int], tgt_out: Sequence[int]) -> list[list[float]]:
         """(len(tgt_out), len(src_ids)): the last decoder layer's cross-attention, heads

@@ -11,8 +11,8 @@ from torch import Tensor
 
 from llm_from_scratch.decoding.common import (
     Hypothesis,
-    SearchModel,
     SpecialIds,
+    StepModel,
     next_token_log_probs,
     number_masks,
     output_limits,
@@ -21,7 +21,7 @@ from llm_from_scratch.decoding.common import (
 
 @torch.inference_mode()
 def greedy_search(
-    model: SearchModel,
+    model: StepModel,
     src: Tensor,
     src_mask: Tensor,
     tok: SpecialIds,

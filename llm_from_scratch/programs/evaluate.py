@@ -47,13 +47,8 @@ from llm_from_scratch.data.corpus import (
 )
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.decoding.config import DecodingConfig
-from llm_from_scratch.decoding.translator import (
-    Translation,
-    Translator,
-    joiner_for,
-    restore_models,
-    run_decoding,
-)
+from llm_from_scratch.decoding.loading import decoding_settings, restore_models
+from llm_from_scratch.decoding.translator import Translation, Translator
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import ConfigError, check_choice
 from llm_from_scratch.evaluation.corpora import rows_by_corpus, spread_rows
@@ -178,7 +173,6 @@ def evaluate(config: EvaluateConfig, decoding: Collection[str] = ()) -> int:
     for summary in translator.checkpoints:
         print(f"model: {summary}", file=sys.stderr)
     data, member = _scored_data(config.data, to_schema(run_config["data"], DataConfig))
-    translator.joiner = joiner_for(data.target_lang)
     datasets.disable_progress_bars()  # stderr has the translation's own
     fetch_data(data, config.paths)
     pairs = load_split(data, config.split, config.paths)
@@ -256,7 +250,7 @@ def _load_translator(
         translator = Translator.from_export(model, config.device, source_style="raw", **decoding)
         return translator, translator.model.config
     restored = restore_models([model, *config.ensemble], resolve_device(config.device))
-    decode = run_decoding(restored.config, None, decoding)
+    decode = decoding_settings(restored.config, None, decoding)
     translator = Translator.from_restored(restored, decode, source_style="raw")
     return translator, restored.config
 

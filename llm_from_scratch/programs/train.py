@@ -45,7 +45,7 @@ from llm_from_scratch.training.lock import claim
 from llm_from_scratch.training.parent import Parent, adopt_parent, read_parent
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
 from llm_from_scratch.training.resume import SavedRun, read_saved_run
-from llm_from_scratch.training.run import train_run
+from llm_from_scratch.training.run import recipe_config, train_run
 from llm_from_scratch.training.stop import Stopped
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers, tokenizer_paths
 
@@ -56,11 +56,15 @@ register_schema("train_schema", TrainConfig)
 
 
 def train(
-    config: TrainConfig, launch: DictConfig | None = None, keep_model: bool = False
+    config: TrainConfig,
+    launch: DictConfig | None = None,
+    keep_model: bool = False,
+    keep_tokenizers: bool = False,
 ) -> dict[str, float]:
     """Build the data and the model, train, and return the final dev metrics (none when the run
     had already finished). `launch`: the config Hydra composed, recorded in `<run_dir>/.hydra/`;
-    `keep_model`: the command chose the model (`model=...`), which the short recipe then keeps."""
+    `keep_model`: the command chose the model (`model=...`), which the short recipe then keeps;
+    `keep_tokenizers`: the command chose the tokenizers (`tokenizer=...`), which it keeps too."""
     started_at = time.perf_counter()  # a time budget counts data and tokenizer preparation too
     dist = init_distributed(resolve_device(config.training.device, "training.device").type)
     logging.basicConfig()  # without Hydra's logging (the Python API): to stderr
@@ -71,7 +75,9 @@ def train(
         check_directory(run_dir.root, "paths.run_dir")
         config, parent = with_parent(config, command_overrides())
         keep_model = keep_model or parent is not None  # a short recipe keeps the parent's layers
+        keep_tokenizers = keep_tokenizers or parent is not None
         saved = read_saved_run(run_dir, config.training)  # the one read of the run's last.pt
+        config = recipe_config(config, keep_tokenizers, saved)
         finished = finished_run(run_dir, config, keep_model, saved)  # before anything is written
         if finished is not None:
             if dist.is_main:
@@ -81,7 +87,7 @@ def train(
         with claim(run_dir, dist):
             if dist.is_main and launch is not None:
                 record_launch(launch, run_dir)
-            return _train(config, dist, started_at, keep_model, parent, saved)
+            return _train(config, dist, started_at, keep_model, keep_tokenizers, parent, saved)
     finally:
         shutdown_distributed()
 
@@ -113,6 +119,7 @@ def _train(
     dist: Distributed,
     started_at: float,
     keep_model: bool,
+    keep_tokenizers: bool,
     parent: Parent | None = None,
     saved: SavedRun | None = None,
 ) -> dict[str, float]:
@@ -137,7 +144,7 @@ def _train(
         )
     run = train_run(
         config, data, dist, started_at=started_at, clock=clock, keep_model=keep_model,
-        parent=parent, saved=saved,
+        parent=parent, prepare=None if keep_tokenizers else prepare_data, saved=saved,
     )  # fmt: skip
     if run.final is not None:
         for line in summary(run.final, config, time.perf_counter() - started_at):
@@ -235,7 +242,8 @@ def check_config_before_hydra(arguments: list[str]) -> None:
 def _main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         try:
-            train(to_schema(cfg, TrainConfig), launch=cfg, keep_model=model_chosen())
+            config = to_schema(cfg, TrainConfig)
+            train(config, cfg, keep_model=model_chosen(), keep_tokenizers=tokenizers_chosen())
         except Stopped as stopped:
             if int(os.environ.get("RANK", "0")) == 0:  # one line for a torchrun job
                 print(stopped, file=sys.stderr)
@@ -250,10 +258,18 @@ def command_overrides() -> list[str]:
     return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
+def command_keys() -> list[str]:
+    """The keys the command line set (`model`, `tokenizer.vocab_size`)."""
+    return [override.lstrip("+~").split("=")[0] for override in command_overrides()]
+
+
 def model_chosen() -> bool:
     """Whether the command line chose the model group (`model=tiny`), not a default or an
     experiment."""
-    if not HydraConfig.initialized():
-        return False
-    overrides = HydraConfig.get().overrides.task
-    return any(override.lstrip("+~").split("=")[0] == "model" for override in overrides)
+    return "model" in command_keys()
+
+
+def tokenizers_chosen() -> bool:
+    """Whether the command line chose the tokenizers (`tokenizer=bpe_4k`,
+    `tokenizer.vocab_size=6000`), not a default or an experiment."""
+    return any(key == "tokenizer" or key.startswith("tokenizer.") for key in command_keys())

@@ -7,20 +7,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 
-import torch
-
 from llm_from_scratch.data.names import restore_names
 from llm_from_scratch.data.placeholders import restore_numbers
-from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
-from llm_from_scratch.decoding.translator import (
-    SentenceTranslation,
-    SourceSentence,
-    Translation,
-    Translator,
-)
-from llm_from_scratch.model.transformer import Decoder, Encoder, Seq2SeqTransformer
+from llm_from_scratch.decoding.segmentation import SourceSentence
+from llm_from_scratch.decoding.translator import SentenceTranslation, Translation, Translator
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
-from llm_from_scratch.training.attention_figure import piece_label, teacher_forced_attention
+from llm_from_scratch.training.attention_figure import piece_label
 
 WEIGHT_DECIMALS = 3  # attention weights in JSON: enough for a heatmap, a third of the size
 
@@ -95,18 +87,15 @@ class TranslationService:
             averaged_from=first.averaged_from if first else 0,
             ensemble=len(translator.checkpoints),
             beam=translator.decode.beam_size,
-            engine="ctranslate2" if isinstance(translator.model, CTranslate2Model) else "torch",
+            engine=translator.model.name,
             direction=f"{translator.source_lang}-{translator.target_lang}",
         )
         self._translators = {(translator.decode.beam_size, translator.decode.nbest): translator}
-        # Checked at each encoder and decoder call, i.e. between decoding steps: a batch whose
-        # requests all went away stops there instead of decoding to its end. CTranslate2 decodes
-        # a batch in one call, so its batches are only dropped before they start (the batcher).
+        # Checked between decoding steps: a batch whose requests all went away stops there
+        # instead of decoding to its end. An engine that decodes a batch in one call
+        # (CTranslate2) has its batches only dropped before they start (the batcher).
         self._stop: threading.Event | None = None
-        if isinstance(translator.model, torch.nn.Module):
-            for module in translator.model.modules():
-                if isinstance(module, (Encoder, Decoder)):
-                    module.register_forward_pre_hook(self._stop_if_abandoned)
+        translator.model.call_between_steps(self._stop_if_abandoned)
 
     def source_tokens(self, texts: list[str]) -> int:
         """About the source tokens `texts` decode to: what they count against a batch's budget."""
@@ -122,7 +111,7 @@ class TranslationService:
         finally:
             self._stop = None
 
-    def _stop_if_abandoned(self, module: torch.nn.Module, args: object) -> None:
+    def _stop_if_abandoned(self) -> None:
         if self._stop is not None and self._stop.is_set():
             raise Abandoned
 
@@ -161,34 +150,27 @@ class TranslationService:
     def _alignment(self, source: SourceSentence, best: SentenceTranslation) -> Alignment | None:
         """None for an ensemble (no one model's attention) and for a sentence too long to decode
         in one piece (its pieces were decoded apart)."""
-        model, src_tok, tgt_tok = (
-            self.translator.model,
-            self.translator.src_tok,
-            self.translator.tgt_tok,
-        )
-        if not isinstance(model, Seq2SeqTransformer | CTranslate2Model) or len(source.pieces) != 1:
+        src_tok, tgt_tok = self.translator.src_tok, self.translator.tgt_tok
+        if len(source.pieces) != 1:
             return None
         src_ids = [*source.pieces[0], src_tok.eos_id]
         tgt_out = best.tokens if best.hit_max_len else [*best.tokens, tgt_tok.eos_id]
-        if isinstance(model, CTranslate2Model):
-            weights = torch.tensor([model.cross_attention(src_ids, tgt_out)])
-            layers = [model.cfg.n_decoder_layers]
-        else:
-            weights = teacher_forced_attention(model, src_ids, tgt_out, tgt_tok.bos_id)
-            layers = list(range(1, len(weights) + 1))
+        attention = self.translator.model.attention(src_ids, tgt_out)
+        if attention is None:
+            return None
 
         def labels(tok: BPETokenizer, tokens: list[int], language: str) -> list[str]:
             """Each token's text; a placeholder's as the number or name it stands for."""
             texts = [tok.token_text(token) for token in tokens]
-            if self.translator.number_placeholders:
+            if self.translator.conventions.number_placeholders:
                 texts = [restore_numbers(text, source.numbers, language) for text in texts]
-            if self.translator.name_placeholders:
+            if self.translator.conventions.name_placeholders:
                 texts = [restore_names(text, source.names) for text in texts]
             return [piece_label(text) for text in texts]
 
         return Alignment(
-            layers=layers,
+            layers=attention.layers,
             source=labels(src_tok, src_ids, self.translator.source_lang),
             target=labels(tgt_tok, tgt_out, self.translator.target_lang),
-            weights=weights.double().cpu().round(decimals=WEIGHT_DECIMALS).tolist(),
+            weights=attention.weights.double().cpu().round(decimals=WEIGHT_DECIMALS).tolist(),
         )

@@ -1,6 +1,6 @@
 """Cross-attention as a labelled figure: source pieces across, target pieces down, one panel per
 decoder layer (heads averaged), drawn with matplotlib's Agg renderer for TensorBoard. The weights
-come from `teacher_forced_attention`, which the server's web page uses too."""
+come from `decoding/torch_engine.py`'s `teacher_forced_attention`, as the server's page's do."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ import torch
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn: it takes a second to load
     from matplotlib.figure import Figure
-
-    from llm_from_scratch.model.transformer import Seq2SeqTransformer
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +43,6 @@ def piece_label(piece: str) -> str:
     """A piece as a tick label: a leading space (a word start) shown as ▁, as SentencePiece
     does, since an invisible space would merge the piece with its neighbour."""
     return piece.replace(" ", "▁") or "∅"
-
-
-@torch.no_grad()
-def teacher_forced_attention(
-    model: Seq2SeqTransformer, src_ids: Sequence[int], tgt_out: Sequence[int], bos_id: int
-) -> torch.Tensor:
-    """Cross-attention (layers, tgt_len, src_len) of one sentence pair, heads averaged: row i is
-    the step that predicts `tgt_out[i]` from BOS and the targets before it, column j is
-    `src_ids[j]` (EOS included, as the encoder gets it)."""
-    device = next(model.parameters()).device
-    src = torch.tensor([list(src_ids)], device=device)
-    tgt_in = torch.tensor([[bos_id, *tgt_out[:-1]]], device=device)
-    src_mask = torch.ones_like(src, dtype=torch.bool)
-    memory = model.encode(src, src_mask)
-    # (layers, batch, heads, tgt_len, src_len) → (layers, tgt_len, src_len)
-    return model.cross_attention(tgt_in, memory, src_mask)[:, 0].mean(1)
 
 
 def attention_figure(

@@ -5,9 +5,11 @@ trains none) and its model's shape; its optimizer and learning-rate schedule sta
 checkpoints record the parent (path, sha256, step), which the log and `translate.py` show.
 
 `read_parent` is the one reader of a parent, whatever its form: a checkpoint of this project
-(a file, `run:NAME` for a run's final model, or a run directory). A CTranslate2 export is
-refused: its weights are converted for inference, often quantized, and cannot be trained. A
-reader of another form (a Hugging Face model folder) is one more case of `read_parent`.
+(a file, `run:NAME` for a run's final model, or a run directory), or a transformers folder this
+project exported (`make export ARGS="--format transformers"`, perhaps shared and fine-tuned
+elsewhere since), read back exactly by `export.transformers_model.pretrained_state`. A
+CTranslate2 export is refused: its weights are converted for inference, often quantized, and
+cannot be trained.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from llm_from_scratch.checkpoint import (
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.export.ctranslate2_model import MANIFEST
+from llm_from_scratch.export.transformers_model import MANIFEST as TRANSFORMERS_MANIFEST
+from llm_from_scratch.export.transformers_model import pretrained_state
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.schema import to_schema
@@ -82,18 +86,26 @@ def read_parent(spec: str, runs_dir: str | Path) -> Parent:
         path = run_model(runs_dir, spec.removeprefix(RUN_PREFIX))
     else:
         path = Path(spec).expanduser()
+    if path.is_dir() and (path / TRANSFORMERS_MANIFEST).is_file():
+        # the tensors are safetensors, which hold no code
+        return _parent_of(pretrained_state(path), path, path / "model.safetensors")
     if path.is_dir():
         path = _model_in(path)
     if not path.is_file():
         raise ParentError(
-            f"training.init_from={spec}: {path} does not exist; give a checkpoint (.pt) or "
-            f"{RUN_PREFIX}NAME for a run's final model"
+            f"training.init_from={spec}: {path} does not exist; give a checkpoint (.pt), "
+            f"{RUN_PREFIX}NAME for a run's final model, or a transformers export's folder"
         )
-    state = load_checkpoint(path)  # weights_only=True: no pickled code runs
+    return _parent_of(load_checkpoint(path), path, path)  # weights_only=True: no pickled code
+
+
+def _parent_of(state: dict[str, Any], path: Path, weights_file: Path) -> Parent:
+    """The parent a checkpoint's `state` read from `path` describes; its hash is the one of
+    `weights_file`, the file that holds its weights."""
     src_tok, tgt_tok = restore_tokenizers(state, str(path))
     return Parent(
         path=path.resolve(),
-        sha256=file_sha256(path),
+        sha256=file_sha256(weights_file),
         step=state.get("progress", {}).get("step"),
         weights=state["model"],
         config=state["config"],

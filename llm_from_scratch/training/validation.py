@@ -19,6 +19,7 @@ from llm_from_scratch.data.corpus import corpus_labels
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.number_repair import repair_numbers
+from llm_from_scratch.decoding.torch_engine import teacher_forced_attention
 from llm_from_scratch.evaluation.corpora import rows_first_of, scores_by_corpus, spread_rows
 from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
@@ -26,7 +27,6 @@ from llm_from_scratch.precision import Precision
 from llm_from_scratch.training.attention_figure import (
     attention_figure,
     render,
-    teacher_forced_attention,
 )
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.logging import RunLogger

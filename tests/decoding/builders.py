@@ -19,6 +19,10 @@ from torch.nn.utils.rnn import pad_sequence
 
 from llm_from_scratch.checkpoint import inference_state, load_checkpoint, save_checkpoint
 from llm_from_scratch.decoding.common import Hypothesis
+from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.conventions import TextConventions
+from llm_from_scratch.decoding.torch_engine import TorchModel
+from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.programs.train import TrainConfig
@@ -151,3 +155,11 @@ MISFIT_MESSAGES = {  # what the error names, beyond "its weights do not fit"
     "missing": r"Missing key\(s\) in state_dict",
     "vocabulary": r"size mismatch for",
 }
+
+
+def torch_translator(
+    model: Seq2SeqTransformer, tok: BPETokenizer, decode: DecodingConfig, **conventions: Any
+) -> Translator:
+    """A translator of `model` with the torch engine, `tok` on both sides; `conventions` are
+    `TextConventions` fields (target_lang, number_placeholders, ...)."""
+    return Translator(TorchModel(model, tok, tok), decode, TextConventions(**conventions))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import llm_from_scratch
+from llm_from_scratch.decoding import loading
 from llm_from_scratch.decoding import translator as translator_module
 from llm_from_scratch.paths import ROOT_VARIABLE
 
@@ -31,10 +32,8 @@ def test_readme_example_runs_and_loads_each_model_once(tmp_path, monkeypatch, ca
         save_run_checkpoint(tmp_path / "runs" / "default" / name, tokenizer, 300, {"bleu": 9.0})
     Path("news.txt").write_text("One.\nTwo.\nThree.\n", encoding="utf-8")
     loaded = []
-    load = translator_module.load_checkpoint
-    monkeypatch.setattr(
-        translator_module, "load_checkpoint", lambda path: loaded.append(path) or load(path)
-    )
+    load = loading.load_checkpoint
+    monkeypatch.setattr(loading, "load_checkpoint", lambda path: loaded.append(path) or load(path))
     exec(compile(readme_example(), "README.md", "exec"), {})
     printed = capsys.readouterr().out.split("\n")[:-1]
     assert len(printed) == 1 + 3 + 3  # a translation, 3 scored candidates, the 3 lines of news

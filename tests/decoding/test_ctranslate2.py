@@ -25,6 +25,7 @@ from llm_from_scratch.decoding import ctranslate2_engine
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.ctranslate2_engine import CTranslate2Model
+from llm_from_scratch.decoding.torch_engine import teacher_forced_attention
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.export.ctranslate2_model import (
     INSTALL_HINT,
@@ -42,7 +43,6 @@ from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.serving.service import TranslationService
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
-from llm_from_scratch.training.attention_figure import teacher_forced_attention
 from tests.decoding.builders import (
     CONFIG_DIR,
     TINY,
@@ -180,10 +180,13 @@ def test_evaluate_reads_the_splits_sources_in_the_runs_style_already_with_either
     checkpoint = tmp_path / "averaged.pt"
     save_checkpoint(checkpoint, inference_state(model, tokenizer, tokenizer, config))
     exported = export_checkpoint(checkpoint, tmp_path / "ctranslate2", run="tiny").directory
-    assert Translator.from_export(exported, device="cpu").source_style == "lowercase_tokenized"
+    assert Translator.from_export(exported, device="cpu").conventions.source_style == (
+        "lowercase_tokenized"
+    )
     for engine, path in (("torch", checkpoint), ("ctranslate2", exported)):
         settings = evaluate_cli.load_config([f"checkpoint={path}", f"engine={engine}"])
-        assert evaluate_cli._load_translator(settings, path, {})[0].source_style == "raw"
+        translator = evaluate_cli._load_translator(settings, path, {})[0]
+        assert translator.conventions.source_style == "raw"
 
 
 @pytest.mark.parametrize("repair", [True, False])

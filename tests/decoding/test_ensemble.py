@@ -101,7 +101,7 @@ def test_translator_ensembles_checkpoints_with_the_same_tokenizers(checkpoint, t
     greedy_decode = DecodingConfig(beam_size=1)
     single = Translator.from_checkpoint(checkpoint, "cpu", greedy_decode)
     doubled = Translator.from_checkpoint(checkpoint, "cpu", greedy_decode, ensemble=[checkpoint])
-    assert isinstance(doubled.model, Ensemble)
+    assert isinstance(doubled.model.model, Ensemble)
     assert [t.text for t in doubled.translate(texts)] == [t.text for t in single.translate(texts)]
 
     other_tok = BPETokenizer.train(["something else entirely."] * 3, vocab_size=300)

@@ -4,8 +4,6 @@ model, builders.py)."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import re
 import sys
 import unicodedata
 
@@ -15,7 +13,7 @@ import torch
 from llm_from_scratch import precision as precision_module
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from llm_from_scratch.data.sentences import split_sentences
-from llm_from_scratch.decoding import translator as translator_module
+from llm_from_scratch.decoding import torch_engine
 from llm_from_scratch.decoding.batched import decode_pieces, length_batches
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
@@ -25,14 +23,14 @@ from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.programs import evaluate as evaluate_cli
 from tests.decoding.builders import answering
 
-from .builders import save_tiny_checkpoint
+from .builders import save_tiny_checkpoint, torch_translator
 
 GREEDY = DecodingConfig(beam_size=1, length_penalty=0.0, max_len_a=1.0, max_len_b=5)
 
 
 @pytest.fixture
 def translator(copy_model, tokenizer) -> Translator:
-    return Translator(copy_model, tokenizer, tokenizer, GREEDY)
+    return torch_translator(copy_model, tokenizer, GREEDY)
 
 
 def test_one_translation_per_text_and_empty_stays_empty(translator):
@@ -43,50 +41,15 @@ def test_one_translation_per_text_and_empty_stays_empty(translator):
     assert all(t.candidates for t in (translations[0], translations[3]))
 
 
-def test_long_input_is_split_into_fitting_pieces_never_cut(translator, tokenizer):
-    text = "The cat sat on the mat. " * 6 + "a" + "x" * 200 + " end."
-    pieces = translator._pieces(text)
-    assert len(pieces) > 1
-    assert all(len(piece) <= translator.max_src_tokens for piece in pieces)
-    assert "".join(tokenizer.decode(piece) for piece in pieces) == tokenizer.normalize(text)
-
-
-def test_piece_limit_keeps_output_limit_within_positions(copy_model, tokenizer):
-    translator = Translator(copy_model, tokenizer, tokenizer, GREEDY)
-    longest_source = translator.max_src_tokens + 1  # with its EOS
-    assert GREEDY.max_len_a * longest_source + GREEDY.max_len_b <= copy_model.cfg.max_positions
-
-
 def test_split_input_joins_the_translations_of_its_pieces(translator, copy_model, tokenizer):
     text = "the cat sat on the mat, " * 8  # one sentence, too long for the model: cut at commas
-    pieces = translator._pieces(text.strip())
+    pieces = [piece for sentence in translator.sentences(text) for piece in sentence.pieces]
     assert len(pieces) > 1
     whole = translator.translate([text])[0].candidates[0]
     per_piece = [
         decode_pieces(copy_model, [piece], tokenizer, tokenizer, GREEDY)[0][0] for piece in pieces
     ]
     assert whole.tokens == [token for hyp in per_piece for token in hyp.tokens]
-
-
-def test_a_sentence_over_the_clause_limit_is_decoded_in_packed_clauses(copy_model, tokenizer):
-    limit = 12
-    translator = Translator(
-        copy_model, tokenizer, tokenizer, dataclasses.replace(GREEDY, clause_split_tokens=limit)
-    )
-    text = "the cat sat on the mat, the dog sat, a bird sang; then the cat ran to the old mat"
-    parts = [tokenizer.decode(piece) for piece in translator._pieces(text)]
-    assert len(parts) > 1
-    assert "".join(parts) == tokenizer.normalize(text)
-    assert all(part.rstrip()[-1] in ",;" for part in parts[:-1])  # cut after clauses only
-    clauses = [len(tokenizer.encode(clause)) for clause in re.split(r"(?<=[,;]) ", text)]
-    for part, following in itertools.pairwise(parts):
-        # Packed: each piece is within the limit or one clause, and would not take the next.
-        assert len(tokenizer.encode(part)) <= limit or len(tokenizer.encode(part)) in clauses
-        assert len(tokenizer.encode(part + re.split(r"(?<=[,;])", following)[0])) > limit
-    # Within the limit, without a clause to cut at, or with the limit off: one piece.
-    assert len(translator._pieces("the cat sat, the dog sat")) == 1
-    assert len(translator._pieces(text.replace(",", "").replace(";", ""))) == 1
-    assert len(Translator(copy_model, tokenizer, tokenizer, GREEDY)._pieces(text)) == 1
 
 
 @pytest.mark.parametrize(
@@ -101,12 +64,9 @@ def test_a_sentence_over_the_clause_limit_is_decoded_in_packed_clauses(copy_mode
 def test_a_clause_translated_alone_goes_on_after_a_comma_not_a_full_stop(
     copy_model, tokenizer, monkeypatch, target_lang, answer, expected
 ):
-    monkeypatch.setattr(translator_module, "decode_pieces", answering(tokenizer, answer))
+    monkeypatch.setattr(torch_engine, "decode_pieces", answering(tokenizer, answer))
     decode = dataclasses.replace(GREEDY, clause_split_tokens=4)
-    joiner = " " if target_lang == "en" else ""
-    translator = Translator(
-        copy_model, tokenizer, tokenizer, decode, joiner, target_lang=target_lang
-    )
+    translator = torch_translator(copy_model, tokenizer, decode, target_lang=target_lang)
     text = "the cat sat on the mat, the dog sat on the rug; a bird sang on the roof. The cat ran."
     assert len(translator.sentences(text)[0].pieces) == 3
     assert translator.translate([text])[0].text == expected
@@ -124,16 +84,14 @@ def test_batches_respect_the_token_budget():
 
 def test_batch_size_does_not_change_translations(copy_model, tokenizer):
     texts = ["the cat sat.", "a dog ran to the park.", "これはテストです。", "mat", "the the"]
-    small = Translator(
-        copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3, batch_tokens=1)
-    )
-    large = Translator(copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3))
+    small = torch_translator(copy_model, tokenizer, DecodingConfig(beam_size=3, batch_tokens=1))
+    large = torch_translator(copy_model, tokenizer, DecodingConfig(beam_size=3))
     assert [t.text for t in small.translate(texts)] == [t.text for t in large.translate(texts)]
 
 
 def test_nbest_candidates_are_best_first(copy_model, tokenizer):
     decode = DecodingConfig(beam_size=4, nbest=3)
-    translation = Translator(copy_model, tokenizer, tokenizer, decode).translate(["the cat"])[0]
+    translation = torch_translator(copy_model, tokenizer, decode).translate(["the cat"])[0]
     scores = [c.score for c in translation.candidates]
     assert len(scores) == 3
     assert scores == sorted(scores, reverse=True)
@@ -166,9 +124,9 @@ def test_every_sentence_is_decoded_in_one_batch_and_joined(translator, monkeypat
     """Sentences in against sentences out: a line of five gives five decoded sentences, all
     decoded in one call with the other texts', and its translation joins their five results."""
     calls = []
-    decode = translator_module.decode_pieces
+    decode = torch_engine.decode_pieces
     monkeypatch.setattr(
-        translator_module,
+        torch_engine,
         "decode_pieces",
         lambda model, pieces, *args, **kwargs: (
             calls.append(len(pieces)) or decode(model, pieces, *args, **kwargs)
@@ -187,7 +145,7 @@ def test_every_sentence_is_decoded_in_one_batch_and_joined(translator, monkeypat
 
 
 def test_line_breaks_are_kept_and_empty_lines_stay_empty(copy_model, tokenizer):
-    translator = Translator(copy_model, tokenizer, tokenizer, GREEDY, joiner=" ")
+    translator = torch_translator(copy_model, tokenizer, GREEDY, target_lang="en")
     lines = ["the cat sat. a dog ran.", "", "  ", "the mat.\r", "the park!"]
     (translation,) = translator.translate(["\n".join(lines)])
     expected = [t.text for t in translator.translate(lines)]
@@ -203,7 +161,7 @@ def test_line_breaks_are_kept_and_empty_lines_stay_empty(copy_model, tokenizer):
 def test_nbest_candidates_of_several_sentences_join_hypotheses_of_the_same_rank(
     copy_model, tokenizer
 ):
-    translator = Translator(copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3, nbest=2))
+    translator = torch_translator(copy_model, tokenizer, DecodingConfig(beam_size=3, nbest=2))
     (whole,) = translator.translate(["the cat sat. a dog ran."])
     first, second = translator.translate(["the cat sat.", "a dog ran."])
     for rank, candidate in enumerate(whole.candidates):
@@ -219,10 +177,8 @@ def test_invalid_unicode_is_a_clear_error(translator):
 
 
 def test_input_is_put_in_the_training_corpus_source_style(copy_model, tokenizer):
-    styled = Translator(
-        copy_model, tokenizer, tokenizer, GREEDY, source_style="lowercase_tokenized"
-    )
-    raw = Translator(copy_model, tokenizer, tokenizer, GREEDY)
+    styled = torch_translator(copy_model, tokenizer, GREEDY, source_style="lowercase_tokenized")
+    raw = torch_translator(copy_model, tokenizer, GREEDY)
     as_typed, as_in_corpus = styled.translate(["The Cat."])[0], raw.translate(["the cat ."])[0]
     assert as_typed.candidates[0].tokens == as_in_corpus.candidates[0].tokens
     assert raw.translate(["The Cat."])[0].candidates[0].tokens != as_typed.candidates[0].tokens
@@ -230,7 +186,7 @@ def test_input_is_put_in_the_training_corpus_source_style(copy_model, tokenizer)
 
 def test_streamed_translations_equal_the_batch_ones_in_order(copy_model, tokenizer):
     texts = ["the cat sat.", "", "a dog ran to the park.", "これはテストです。", "mat", "the the"]
-    translator = Translator(copy_model, tokenizer, tokenizer, DecodingConfig(beam_size=3, nbest=2))
+    translator = torch_translator(copy_model, tokenizer, DecodingConfig(beam_size=3, nbest=2))
 
     def outputs(translations):  # scores may differ in the last bit with the batch's make-up
         return [
@@ -273,22 +229,22 @@ def test_decoding_autocasts_to_the_precision_chosen(
 
     monkeypatch.setattr(copy_model, "decode", spy)
     config = dataclasses.replace(GREEDY, precision=precision)
-    Translator(copy_model, tokenizer, tokenizer, config).translate(["the cat sat."])
+    torch_translator(copy_model, tokenizer, config).translate(["the cat sat."])
     assert set(autocast) == {expected}
 
 
 def test_fp16_decoding_on_a_cpu_is_a_config_error(copy_model, tokenizer):
     with pytest.raises(ConfigError, match=r"decoding\.precision=fp16 needs a GPU"):
-        Translator(copy_model, tokenizer, tokenizer, dataclasses.replace(GREEDY, precision="fp16"))
+        torch_translator(copy_model, tokenizer, dataclasses.replace(GREEDY, precision="fp16"))
 
 
 @pytest.mark.parametrize("repair", [True, False])
 def test_each_sentence_gets_its_own_numbers_back_unless_switched_off(
     copy_model, tokenizer, monkeypatch, repair
 ):
-    monkeypatch.setattr(translator_module, "decode_pieces", answering(tokenizer, "1959年に3人。"))
+    monkeypatch.setattr(torch_engine, "decode_pieces", answering(tokenizer, "1959年に3人。"))
     decode = dataclasses.replace(GREEDY, repair_numbers=repair)
-    translator = Translator(copy_model, tokenizer, tokenizer, decode)
+    translator = torch_translator(copy_model, tokenizer, decode)
     text = "We met in 1995, the 4 of us. I was 20 in 2015. I was 20.\nNo numbers here."
     [translation] = translator.translate([text])
     if repair:
@@ -321,11 +277,11 @@ def test_the_best_hypothesis_that_keeps_the_numbers_comes_first(
             for _ in pieces
         ]
 
-    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    monkeypatch.setattr(torch_engine, "decode_pieces", search)
     decode = dataclasses.replace(
         GREEDY, beam_size=beam_size, nbest=nbest, numbers_first=numbers_first
     )
-    translator = Translator(copy_model, tokenizer, tokenizer, decode)
+    translator = torch_translator(copy_model, tokenizer, decode)
     [translation] = translator.translate(["I was born in 1995."])
     assert [candidate.text for candidate in translation.candidates] == expected
     assert searched == [beam_size if numbers_first else nbest]
@@ -347,9 +303,9 @@ def test_a_placeholder_model_reads_masked_numbers_and_writes_them_back(
         searched.extend(pieces)
         return answering(tokenizer, "\ue001人から\ue000人。")(model, pieces)
 
-    monkeypatch.setattr(translator_module, "decode_pieces", search)
-    translator = Translator(
-        copy_model, tokenizer, tokenizer, GREEDY, target_lang=target_lang, number_placeholders=True
+    monkeypatch.setattr(torch_engine, "decode_pieces", search)
+    translator = torch_translator(
+        copy_model, tokenizer, GREEDY, target_lang=target_lang, number_placeholders=True
     )
     [translation] = translator.translate(["From 3 to 1,200 people."])
     assert searched == [tokenizer.encode("From \ue000 to \ue001 people.")]
@@ -365,15 +321,15 @@ def test_a_name_placeholder_model_copies_the_names_it_rarely_saw(
         searched.extend(pieces)
         return answering(tokenizer, "\ue010は\ue000時に来た。")(model, pieces)
 
-    monkeypatch.setattr(translator_module, "decode_pieces", search)
-    translator = Translator(
-        copy_model, tokenizer, tokenizer, GREEDY, number_placeholders=True, name_placeholders=True
+    monkeypatch.setattr(torch_engine, "decode_pieces", search)
+    translator = torch_translator(
+        copy_model, tokenizer, GREEDY, number_placeholders=True, name_placeholders=True
     )
     [translation] = translator.translate(["The cat Quixbury came at 5."])
     # `The` and `cat` are pieces of the tokenizer's own; `Quixbury` it spells letter by letter.
     assert searched == [tokenizer.encode("The cat \ue010 came at \ue000.")]
     assert translation.text == "Quixburyは５時に来た。"
-    without = Translator(copy_model, tokenizer, tokenizer, GREEDY, number_placeholders=True)
+    without = torch_translator(copy_model, tokenizer, GREEDY, number_placeholders=True)
     assert without.sentences("The cat Quixbury came at 5.")[0].names == []
 
 
@@ -388,9 +344,9 @@ def test_of_the_hypotheses_that_keep_the_numbers_one_without_a_placeholder_twice
             for _ in pieces
         ]
 
-    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    monkeypatch.setattr(torch_engine, "decode_pieces", search)
     decode = dataclasses.replace(GREEDY, beam_size=3, nbest=3)
-    translator = Translator(copy_model, tokenizer, tokenizer, decode, number_placeholders=True)
+    translator = torch_translator(copy_model, tokenizer, decode, number_placeholders=True)
     [translation] = translator.translate(["56% of firms."])
     texts = [candidate.text for candidate in translation.candidates]
     assert texts == ["５６%の企業。", "５６%の５６%の企業。", "企業。"]  # NFKC: ％ is %
@@ -445,9 +401,9 @@ def test_a_looping_best_hypothesis_gives_way_to_the_best_that_does_not_loop(
             for _ in pieces
         ]
 
-    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    monkeypatch.setattr(torch_engine, "decode_pieces", search)
     decode = dataclasses.replace(GREEDY, beam_size=len(beam), avoid_loops=avoid_loops)
-    translator = Translator(copy_model, tokenizer, tokenizer, decode)
+    translator = torch_translator(copy_model, tokenizer, decode)
     [translation] = translator.translate([source])
     assert translation.text == expected
     assert searched == searches
@@ -475,7 +431,7 @@ def test_clauses_that_loop_joined_are_translated_again_as_one_sentence(
     decode = dataclasses.replace(
         GREEDY, beam_size=2, avoid_loops=avoid_loops, numbers_first=False, clause_split_tokens=12
     )
-    translator = Translator(copy_model, tokenizer, tokenizer, decode)
+    translator = torch_translator(copy_model, tokenizer, decode)
     [sentence] = translator.sentences(source)
     assert len(sentence.pieces) == 2
     clause_length = max(map(len, sentence.pieces))
@@ -486,7 +442,7 @@ def test_clauses_that_loop_joined_are_translated_again_as_one_sentence(
         outputs = [whole if len(piece) > clause_length else CLAUSE for piece in pieces]
         return [[Hypothesis(tokenizer.encode(text), 0.0, False)] for text in outputs]
 
-    monkeypatch.setattr(translator_module, "decode_pieces", search)
+    monkeypatch.setattr(torch_engine, "decode_pieces", search)
     [translation] = translator.translate([source])
     assert translation.text == expected
     assert [len(s.pieces) for s in translation.sentences] == [1 if expected == whole else 2]
@@ -503,23 +459,27 @@ def test_a_ja_en_checkpoint_reads_raw_japanese_and_writes_spaced_english(tokeniz
     backward = Translator.from_checkpoint(path)
     # small_parallel_enja's lowercased, tokenized style is its English side's: en-ja input only.
     assert (forward.source_lang, forward.target_lang) == ("en", "ja")
-    assert (forward.joiner, forward.source_style) == ("", "lowercase_tokenized")
+    assert (forward.conventions.joiner, forward.conventions.source_style) == (
+        "",
+        "lowercase_tokenized",
+    )
     assert (backward.source_lang, backward.target_lang) == ("ja", "en")
-    assert (backward.joiner, backward.source_style) == (" ", "raw")
+    assert (backward.conventions.joiner, backward.conventions.source_style) == (" ", "raw")
 
 
 def test_every_way_of_loading_a_placeholder_run_masks_its_numbers_and_names(tokenizer, tmp_path):
     plain = save_tiny_checkpoint(tmp_path / "a.pt", tokenizer)
     masked = save_tiny_checkpoint(tmp_path / "b.pt", tokenizer, ["data.number_placeholders=true"])
-    assert not Translator.from_checkpoint(plain).number_placeholders
+    assert not Translator.from_checkpoint(plain).conventions.number_placeholders
     translator = Translator.from_checkpoint(masked)
-    assert translator.number_placeholders
-    assert translator.with_decoding(dataclasses.replace(GREEDY, beam_size=2)).number_placeholders
+    assert translator.conventions.number_placeholders
+    beam = translator.with_decoding(dataclasses.replace(GREEDY, beam_size=2))
+    assert beam.conventions.number_placeholders
     config = evaluate_cli.load_config([f"checkpoint={masked}"])
-    assert evaluate_cli._load_translator(config, masked, {})[0].number_placeholders
+    assert evaluate_cli._load_translator(config, masked, {})[0].conventions.number_placeholders
     names = save_tiny_checkpoint(tmp_path / "c.pt", tokenizer, ["data.name_placeholders=true"])
-    assert not Translator.from_checkpoint(plain).name_placeholders
-    assert Translator.from_checkpoint(names).with_decoding(GREEDY).name_placeholders
+    assert not Translator.from_checkpoint(plain).conventions.name_placeholders
+    assert Translator.from_checkpoint(names).with_decoding(GREEDY).conventions.name_placeholders
 
 
 def test_a_checkpoint_from_before_directions_translates_its_corpus_order(tokenizer, tmp_path):
@@ -528,7 +488,8 @@ def test_a_checkpoint_from_before_directions_translates_its_corpus_order(tokeniz
     del state["config"]["data"]["direction"]
     save_checkpoint(path, state)
     translator = Translator.from_checkpoint(path)
-    assert (translator.source_lang, translator.target_lang, translator.joiner) == ("en", "ja", "")
+    direction = (translator.source_lang, translator.target_lang)
+    assert (*direction, translator.conventions.joiner) == ("en", "ja", "")
 
 
 def test_an_ensemble_of_two_directions_is_refused(tokenizer, tmp_path):

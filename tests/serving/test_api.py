@@ -65,7 +65,7 @@ def test_attention_on_request_is_a_distribution_over_labelled_source_pieces(clie
     (sentence,) = served["sentences"]
     attention = sentence["attention"]
     # The labels spell the source as the model reads it (in its corpus's style), then EOS.
-    read = prepare_source(TEXTS[0], service.translator.source_style)
+    read = prepare_source(TEXTS[0], service.translator.conventions.source_style)
     assert "".join(attention["source"][:-1]).replace("▁", " ") == read
     assert attention["source"][-1] == "<eos>"
     layers = service.translator.model.cfg.n_decoder_layers
@@ -211,7 +211,7 @@ def test_concurrent_requests_decode_in_fewer_calls_with_the_same_results(
     client, service, monkeypatch
 ):
     # float64: batched and one-by-one decoding then agree to the last bit, as in the decoding tests
-    service.translator.model.double()
+    service.translator.model.model.double()
     texts = [f"{word} sat on the mat." for word in ("the cat", "a dog", "it", "he", "she", "we")]
     alone = [service.translate(GREEDY, [text])[0] for text in texts]
     calls = []

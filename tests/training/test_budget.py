@@ -9,10 +9,15 @@ import pytest
 import torch
 
 from llm_from_scratch.checkpoint import load_checkpoint, restore_for_inference
+from llm_from_scratch.data.datamodule import build_data
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.budget import planner as planner_module
-from llm_from_scratch.training.budget.recipe import describe_recipe, recipe_plan
+from llm_from_scratch.training.budget.recipe import (
+    describe_recipe,
+    recipe_plan,
+    recipe_tokenizers,
+)
 from llm_from_scratch.training.budget.schedule import (
     PROBE_WARMUP,
     SAFETY_MARGIN,
@@ -30,6 +35,8 @@ from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, par
 from llm_from_scratch.training.finished import finished_run
 from llm_from_scratch.training.optim import lr_multiplier
 from llm_from_scratch.training.resume import FinishedRunError
+from llm_from_scratch.training.run import recipe_config
+from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import Validator
 
@@ -284,6 +291,56 @@ def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task
     plain = Trainer(plain_cfg, data)
     assert plain.schedule == trainer.schedule
     assert plain.scheduler.base_lrs == [3e-3, 3e-3]
+    plain.fit()
+    assert_same_weights(trainer, plain)
+
+
+def prepared(config):
+    """The train program's data stage for `config`'s tokenizers (trained once, then cached)."""
+    src_tok, tgt_tok = load_or_train_tokenizers(config.data, config.tokenizer, config.paths)
+    return build_data(config.data, src_tok, tgt_tok, config.paths)
+
+
+def test_the_short_recipe_chooses_the_tokenizers_unless_the_command_did(copy_task, tmp_path):
+    config, _, _ = copy_task
+    short = ShortRunConfig(max_steps=60, vocab_size=300)
+    step_budget = budgeted(config, tmp_path / "run", max_time=None, short_run=short)
+    assert recipe_tokenizers(step_budget, short=True).tokenizer.vocab_size == 300
+    assert recipe_tokenizers(step_budget, short=True, keep=True).tokenizer == config.tokenizer
+    assert recipe_tokenizers(step_budget, short=False).tokenizer == config.tokenizer
+    # a step budget is short by its config; a time budget learns its recipe from the probe
+    assert recipe_config(step_budget).tokenizer.vocab_size == 300
+    long = budgeted(config, tmp_path / "run", max_time=None, max_steps=61, short_run=short)
+    assert recipe_config(long).tokenizer == config.tokenizer
+    timed = budgeted(config, tmp_path / "run", max_time="21", short_run=short)
+    assert recipe_config(timed).tokenizer == config.tokenizer
+
+
+@pytest.mark.slow
+def test_a_budget_that_picks_the_short_recipe_trains_with_its_tokenizers(
+    copy_task, tmp_path, caplog
+):
+    config, data, _ = copy_task
+    short = ShortRunConfig(
+        max_steps=60, lr=3e-3, dropout=0.0, warmup=0.2, save_every=0.25, vocab_size=300
+    )
+    budget = budgeted(config, tmp_path / "budget", max_time="60", short_run=short)
+    trainer = Run(budget, data, clock=FakeClock(), prepare=prepared)
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    assert "trains its own tokenizers (training.short_run.vocab_size=300)" in caplog.text
+    steps = trainer.schedule.steps
+    assert trainer.schedule.short and 1 < steps < 60
+    saved = load_checkpoint(tmp_path / "budget" / "last.pt")
+    assert saved["config"]["tokenizer"]["vocab_size"] == 300
+    vocabulary = trainer.model.output_proj.out_features
+    assert vocabulary == trainer.data.tgt_tok.vocab_size != data.tgt_tok.vocab_size
+
+    # the step-budget run the log names is short by its step count: the same tokenizers
+    plain_cfg = step_budget_config(config, tmp_path / "plain", caplog.text, short_run=short)
+    plain_cfg = recipe_config(plain_cfg)
+    plain = Trainer(plain_cfg, prepared(plain_cfg))
+    assert plain.schedule == trainer.schedule
     plain.fit()
     assert_same_weights(trainer, plain)
 

@@ -57,7 +57,7 @@ def test_the_checkpoint_reads_raw_japanese_and_joins_english_sentences_with_spac
     checkpoint, _ = ja_en_run
     translator = Translator.from_checkpoint(checkpoint, device="cpu")
     assert (translator.source_lang, translator.target_lang) == ("ja", "en")
-    assert (translator.joiner, translator.source_style) == (" ", "raw")
+    assert (translator.conventions.joiner, translator.conventions.source_style) == (" ", "raw")
     [translation] = translator.translate(["私は緑茶が好きだ。彼は速く泳ぐ。"])
     assert [s.text for s in translation.sentences] == ["私は緑茶が好きだ。", "彼は速く泳ぐ。"]
     best = translation.candidates[0]

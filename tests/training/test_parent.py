@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from llm_from_scratch.checkpoint import CheckpointSummary, load_checkpoint
+from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.programs.train import with_parent
+from llm_from_scratch.schema import to_schema
 from llm_from_scratch.training.parent import ParentError, adopt_parent, read_parent
 from llm_from_scratch.training.run import train_run
 from llm_from_scratch.training.trainer import Trainer
@@ -50,6 +52,27 @@ def test_a_parent_is_read_with_its_hash_step_and_tokenizers(parent_run):
     # `run:NAME` and the run directory name its final model (here best.pt: no averages)
     assert read_parent("run:parent", run_dir.parent).path == path.resolve()
     assert read_parent(str(run_dir), run_dir.parent).sha256 == parent.sha256
+
+
+@pytest.mark.slow  # importing transformers and exporting take seconds
+def test_a_transformers_export_is_a_parent_with_the_checkpoints_weights(parent_run, tmp_path):
+    pytest.importorskip("transformers")
+    from llm_from_scratch.export.transformers_model import export_to_transformers
+
+    _, run_dir = parent_run
+    checkpoint = load_checkpoint(run_dir / "best.pt")
+    folder = export_to_transformers(run_dir / "best.pt", tmp_path / "hf").directory
+    parent = read_parent(str(folder), tmp_path)
+    assert parent.path == folder.resolve()
+    weights = (folder / "model.safetensors").read_bytes()
+    assert parent.sha256 == hashlib.sha256(weights).hexdigest()
+    assert parent.step == 4
+    assert (parent.src_tok.hash, parent.tgt_tok.hash) == tuple(
+        checkpoint["tokenizer_hashes"].values()
+    )
+    assert parent.model == to_schema(checkpoint["config"]["model"], ModelConfig)
+    for name, tensor in checkpoint["model"].items():
+        assert torch.equal(parent.weights[name], tensor), name
 
 
 def test_a_ctranslate2_export_and_a_missing_file_are_refused_with_the_reason(tmp_path):

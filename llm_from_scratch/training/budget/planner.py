@@ -43,10 +43,12 @@ class BudgetPlanner:
         clock: Callable[[], float] = time.perf_counter,
         started_at: float | None = None,
         keep_model: bool = False,
+        short_only: bool = False,
     ) -> None:
         """`started_at`: `clock()` when the program started, so that a time budget counts the
         data and tokenizer preparation too (default: now). `keep_model`: the command chose its
-        model, which a short recipe then keeps."""
+        model, which a short recipe then keeps. `short_only`: a time budget plans the short
+        recipe without weighing the default's again (the data was prepared for it)."""
         self.config = config
         self.cfg = config.training
         self.data = data
@@ -54,6 +56,7 @@ class BudgetPlanner:
         self.clock = clock
         self.started_at = clock() if started_at is None else started_at
         self.keep_model = keep_model
+        self.short_only = short_only
         self.costs: Costs | None = None  # the chosen plan's probe, until the re-plan
 
     def plan(self, saved: Progress | None = None) -> Plan:
@@ -78,14 +81,14 @@ class BudgetPlanner:
         even its own length does not fit or the default's would be fewer than its
         `min_default_steps`."""
         full = Schedule.of(self.cfg)
-        costs, speed = self._probe(self._plan_of(full))
-        schedule = self._agreed(plan(self.cfg, self._seconds_left(budget), costs, full.short))
         short = self.cfg.short_run
+        if self.short_only and short is not None:
+            schedule, costs, speed = self._short_candidate(budget, short.max_steps)
+        else:
+            costs, speed = self._probe(self._plan_of(full))
+            schedule = self._agreed(plan(self.cfg, self._seconds_left(budget), costs, full.short))
         if short is not None and not schedule.short and schedule.steps < full.steps:
-            trial = self._plan_of(Schedule.of(self.cfg, short.max_steps, short=True))
-            short_costs, short_speed = self._probe(trial)  # its own model: its own steps and saves
-            candidate = plan(self.cfg, self._seconds_left(budget), short_costs, short=True)
-            candidate = self._agreed(candidate)
+            candidate, short_costs, short_speed = self._short_candidate(budget, short.max_steps)
             too_few = schedule.steps < short.min_default_steps
             if too_few or candidate.steps < short.max_steps:
                 schedule, speed, costs = candidate, short_speed, short_costs
@@ -102,6 +105,13 @@ class BudgetPlanner:
             if schedule.short:
                 logger.info("%s", describe_recipe(chosen))
         return chosen
+
+    def _short_candidate(self, budget: float, steps: int) -> tuple[Schedule, Costs, float]:
+        """The short recipe's longest schedule in what is left of `budget`, its costs and
+        speed, timed on a trial of `steps` (its own model: its own steps and saves)."""
+        costs, speed = self._probe(self._plan_of(Schedule.of(self.cfg, steps, short=True)))
+        candidate = plan(self.cfg, self._seconds_left(budget), costs, short=True)
+        return self._agreed(candidate), costs, speed
 
     def replan(
         self, schedule: Schedule, done: int, steps: int, seconds: float, tokens: int

@@ -3,7 +3,9 @@
 A schedule of `training.short_run`'s recipe (a step budget of at most its `max_steps`, or a time
 budget's choice, see `planner.py`) trains that recipe's learning rate and batch size, and its
 layers and dropout in the run's model, unless the command chose the model (`model=...`): then
-the model is the one chosen, and the log says so.
+the model is the one chosen, and the log says so. Its vocabulary size, where it sets one, is the
+run's tokenizers' (`recipe_tokenizers`) unless the command or a parent chose the tokenizers: the
+data stage tokenizes with them, so a time budget that picks the recipe prepares the data again.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.budget.schedule import Schedule
 from llm_from_scratch.training.config import TrainConfig
 
@@ -43,6 +46,17 @@ def recipe_plan(config: TrainConfig, schedule: Schedule, keep_model: bool = Fals
         )
     batch_tokens = recipe.batch_tokens or config.data.loading.batch_tokens
     return Plan(schedule, model, recipe.lr, batch_tokens, model_kept=keep_model)
+
+
+def recipe_tokenizers(config: TrainConfig, short: bool, keep: bool = False) -> TrainConfig:
+    """`config` with the tokenizers a run of the short recipe (`short`) or the default trains:
+    `training.short_run.vocab_size` for the short one, unless the command or a parent chose the
+    tokenizers (`keep`)."""
+    recipe = config.training.short_run
+    if not short or keep or recipe is None or recipe.vocab_size is None:
+        return config
+    tokenizer: TokenizerConfig = replace(config.tokenizer, vocab_size=recipe.vocab_size)
+    return replace(config, tokenizer=tokenizer)
 
 
 def describe_recipe(plan: Plan) -> str:

@@ -1,0 +1,82 @@
+"""The update time of training recipes against a reference, timed alternately in one process.
+
+Each recipe is a set of train overrides (the first is the reference); all must share the data
+and tokenizers (another vocabulary is another data stage: time it as its own reference). Each
+builds the trainer `make train` would, on the run's own batches, and the recipes take turns
+for `--rounds` rounds of `--steps` updates, so a host's drifting load falls on all alike. For
+each recipe: the median update time, its ratio to the reference's, and how many of its updates
+take the time of the reference's `--budget-steps` (the step budget that searches a recipe at
+another's compute, e.g. a slow CPU's 30 minutes).
+
+    python scripts/bench_recipe.py --budget-steps 2263 \\
+        "experiment=short tokenizer=bpe_4k training.short_run.dropout=0.0" \\
+        "experiment=short tokenizer=bpe_4k training.short_run.dropout=0.0 \\
+         training.short_run.batch_tokens=1024"
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import time
+from collections.abc import Iterator
+
+try:
+    from llm_from_scratch.data.datamodule import DataModule
+    from llm_from_scratch.device import set_threads
+    from llm_from_scratch.programs.common import compose_config
+    from llm_from_scratch.programs.train import TrainConfig, prepare_data
+    from llm_from_scratch.training.budget.recipe import recipe_plan
+    from llm_from_scratch.training.budget.schedule import PROBE_WARMUP, Schedule
+    from llm_from_scratch.training.run import recipe_config
+    from llm_from_scratch.training.trainer import Trainer
+except ModuleNotFoundError as missing:  # a Python outside the project's .venv
+    from _environment import explain_and_exit
+
+    explain_and_exit(missing)
+
+
+def timed_trainer(config: TrainConfig, data: DataModule) -> tuple[Trainer, Iterator]:
+    schedule = Schedule.of(config.training)
+    trainer = Trainer(config, data, recipe_plan(config, schedule), clock=time.perf_counter)
+    batches = trainer.batches()
+    for _ in range(PROBE_WARMUP):  # allocator and kernel selection: not the steady state
+        trainer.update(next(batches))
+    return trainer, batches
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("recipes", nargs="+", help="train overrides, one quoted string each")
+    parser.add_argument("--budget-steps", type=int, default=2263)
+    parser.add_argument("--steps", type=int, default=10, help="updates a turn")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    set_threads(args.threads)
+    configs = [
+        recipe_config(compose_config("train", [*shlex.split(text), "name=bench"], TrainConfig))
+        for text in args.recipes
+    ]
+    if len({str(config.tokenizer) + str(config.data) for config in configs}) > 1:
+        parser.error("the recipes must share the data and tokenizers (time another as its own)")
+    data = prepare_data(configs[0])
+    trainers = [timed_trainer(config, data) for config in configs]
+    times: list[list[float]] = [[] for _ in configs]
+    for _ in range(args.rounds):
+        for (trainer, batches), seconds in zip(trainers, times, strict=True):
+            start = time.perf_counter()
+            for _ in range(args.steps):
+                trainer.update(next(batches))
+            seconds.append((time.perf_counter() - start) / args.steps)
+    reference = statistics.median(times[0])
+    print(f"{'update (s)':>10} {'ratio':>6} {'steps':>6}  recipe")
+    for text, seconds in zip(args.recipes, times, strict=True):
+        step = statistics.median(seconds)
+        steps = round(args.budget_steps * reference / step)
+        print(f"{step:10.3f} {step / reference:6.2f} {steps:6d}  {text}")
+
+
+if __name__ == "__main__":
+    main()
