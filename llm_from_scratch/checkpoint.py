@@ -18,18 +18,17 @@ from typing import Any
 import torch
 
 from llm_from_scratch.atomic import atomic_writer
+from llm_from_scratch.display import shown
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.schema import to_data, to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 # 2: config groups `training`/`decoding` (were `trainer`/`decode`) and a nested `data` config.
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-# A run's final model, first found wins: the average of its last snapshots usually beats the
-# best single checkpoint on dev.
-FINAL_MODELS = ("averaged.pt", "best.pt")
 
 
 class CheckpointError(UserError):
@@ -203,15 +202,16 @@ def check_compatible(
 
 
 def run_model(runs_dir: str | Path, run: str) -> Path:
-    """The final model of the run called `run` under `runs_dir` (see `FINAL_MODELS`)."""
-    run_dir = Path(runs_dir) / run
-    for name in FINAL_MODELS:
-        if (run_dir / name).is_file():
-            return run_dir / name
+    """The final model of the run called `run` under `runs_dir` (see `RunDir.final_models`)."""
+    final_models = RunDir.named(runs_dir, run).final_models
+    for path in final_models:
+        if path.is_file():
+            return path
     runs = runs_with_models(runs_dir)
     available = f"runs with a model: {', '.join(runs)}" if runs else "no run has a model yet"
+    names = " or ".join(path.name for path in final_models)
     raise CheckpointError(
-        f"no run {run!r} with {' or '.join(FINAL_MODELS)} under {runs_dir} ({available}); "
+        f"no run {run!r} with {names} under {runs_dir} ({available}); "
         "`make train` makes the run `default`"
     )
 
@@ -219,7 +219,8 @@ def run_model(runs_dir: str | Path, run: str) -> Path:
 def runs_with_models(runs_dir: str | Path) -> list[str]:
     """The names of the runs under `runs_dir` that have a final model, sorted."""
     runs_dir = Path(runs_dir)
-    found = {path.parent for name in FINAL_MODELS for path in runs_dir.glob(f"**/{name}")}
+    names = [path.name for path in RunDir(runs_dir).final_models]
+    found = {path.parent for name in names for path in runs_dir.glob(f"**/{name}")}
     return sorted(str(run_dir.relative_to(runs_dir)) for run_dir in found)
 
 
@@ -251,19 +252,10 @@ class CheckpointSummary:
             facts.append(f"greedy dev BLEU {self.dev_bleu:.1f}")
         if self.parent is not None:
             facts.append(f"fine-tuned from {self.parent_text(self.parent)}")
-        return f"{_shown(self.path)} ({', '.join(facts)})"
+        return f"{shown(self.path)} ({', '.join(facts)})"
 
     @staticmethod
     def parent_text(parent: dict[str, Any]) -> str:
         """A parent's lineage entry as the log and translate.py show it."""
         step = "step not recorded" if parent["step"] is None else f"step {parent['step']}"
-        return f"{_shown(Path(parent['path']))} ({step}, sha256 {parent['sha256'][:12]})"
-
-
-def _shown(path: Path) -> str:
-    """`path` relative to the working directory when it lies under it, else absolute."""
-    absolute = path.resolve()
-    try:
-        return str(absolute.relative_to(Path.cwd()))
-    except ValueError:
-        return str(absolute)
+        return f"{shown(parent['path'])} ({step}, sha256 {parent['sha256'][:12]})"

@@ -54,9 +54,94 @@ class PathsConfig:
             if getattr(self, key) is not None:
                 check_directory(Path(getattr(self, key)), f"paths.{key}")
 
-    def run(self, name: str) -> Path:
-        """The directory of the run called `name`."""
-        return Path(self.runs_dir) / name
+
+@dataclass(frozen=True)
+class RunDir:
+    """A run's directory and every file and folder in it, each named here and only here."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, paths: PathsConfig, name: str) -> RunDir:
+        """The directory of the run `name` trains in: `paths.run_dir`, else `<runs_dir>/<name>`."""
+        return cls(Path(paths.run_dir)) if paths.run_dir else cls.named(paths.runs_dir, name)
+
+    @classmethod
+    def named(cls, runs_dir: str | Path, name: str) -> RunDir:
+        """The directory of the run called `name` under `runs_dir`."""
+        return cls(Path(runs_dir) / name)
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+    @property
+    def last(self) -> Path:
+        """What continues the run exactly: the weights, optimizer and position of its last save."""
+        return self.root / "last.pt"
+
+    @property
+    def best(self) -> Path:
+        return self.root / "best.pt"
+
+    @property
+    def averaged(self) -> Path:
+        return self.root / "averaged.pt"
+
+    @property
+    def final_models(self) -> tuple[Path, Path]:
+        """The run's final model, first found wins: the average of its last snapshots usually
+        beats the best single checkpoint on dev."""
+        return self.averaged, self.best
+
+    @property
+    def snapshots(self) -> Path:
+        return self.root / "snapshots"
+
+    def snapshot(self, step: int) -> Path:
+        return self.snapshots / f"{SNAPSHOT_PREFIX}{step:07d}.pt"
+
+    def snapshot_paths(self) -> list[Path]:
+        """The run's snapshots, oldest first (the zero-padded step sorts them)."""
+        return sorted(self.snapshots.glob(f"{SNAPSHOT_PREFIX}*.pt"))
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.root / "tensorboard"
+
+    @property
+    def profile(self) -> Path:
+        """`training.profile_steps`' traces."""
+        return self.root / "profile"
+
+    @property
+    def launch(self) -> Path:
+        """The config Hydra composed for the run, its own settings and the command's overrides."""
+        return self.root / ".hydra"
+
+    def evaluation(self, name: str) -> Path:
+        """What `make eval` writes for the evaluation `name` (say `test`) of the run's model."""
+        return self.root / f"eval-{name}"
+
+    def export(self, name: str) -> Path:
+        """The run's export in the format whose folder is `name`."""
+        return self.root / name
+
+    @property
+    def budget_probe(self) -> Path:
+        """The time budget's timed save; hidden, so that a killed probe's file is a leftover."""
+        return self.root / ".budget-probe.pt"
+
+
+SNAPSHOT_PREFIX = "step-"
+
+
+def snapshot_step(path: Path) -> int:
+    """The step of the snapshot at `path` (`RunDir.snapshot`)."""
+    return int(path.stem.removeprefix(SNAPSHOT_PREFIX))
 
 
 def check_directory(path: Path, key: str) -> None:

@@ -4,11 +4,12 @@
 nor torch; the scripts then say how to run them instead of printing a traceback.
 """
 
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's package, which another Python has not installed
+from llm_from_scratch.display import shown  # noqa: E402  (standard library only)
 
 
 def explain_and_exit(missing: ModuleNotFoundError) -> None:
@@ -16,7 +17,7 @@ def explain_and_exit(missing: ModuleNotFoundError) -> None:
     if (missing.name or "").startswith("llm_from_scratch."):
         raise missing  # the package is there but broken: not a matter of environments
     venv_python = ROOT / ".venv" / "bin" / "python"
-    command = f"{_shown(venv_python)} {_shown(Path(sys.argv[0]))} ..."
+    command = f"{shown(venv_python)} {shown(Path(sys.argv[0]))} ..."
     if Path(sys.prefix).resolve() == venv_python.parents[1].resolve():
         fix = "reinstall it with `rm .venv/.installed && make setup`"
     else:
@@ -27,9 +28,3 @@ def explain_and_exit(missing: ModuleNotFoundError) -> None:
         file=sys.stderr,
     )
     sys.exit(2)
-
-
-def _shown(path: Path) -> str:
-    """`path` relative to the working directory when it lies under it, else absolute."""
-    relative = os.path.relpath(path)
-    return os.path.abspath(path) if relative.startswith("..") else relative

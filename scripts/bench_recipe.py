@@ -27,8 +27,8 @@ try:
     from llm_from_scratch.device import set_threads
     from llm_from_scratch.programs.common import compose_config
     from llm_from_scratch.programs.train import TrainConfig, prepare_data
-    from llm_from_scratch.training.budget import PROBE_WARMUP, Schedule
-    from llm_from_scratch.training.recipe import recipe_plan
+    from llm_from_scratch.training.budget.recipe import recipe_plan
+    from llm_from_scratch.training.budget.schedule import PROBE_WARMUP, Schedule
     from llm_from_scratch.training.run import recipe_config
     from llm_from_scratch.training.trainer import Trainer
 except ModuleNotFoundError as missing:  # a Python outside the project's .venv

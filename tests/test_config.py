@@ -61,8 +61,8 @@ def test_smoke_experiment_selects_tiny_model_and_its_run_dir(train_config):
 
 
 def test_short_experiment_trains_the_short_recipe_for_its_steps(train_config):
-    from llm_from_scratch.training.budget import Schedule
-    from llm_from_scratch.training.recipe import recipe_plan
+    from llm_from_scratch.training.budget.recipe import recipe_plan
+    from llm_from_scratch.training.budget.schedule import Schedule
 
     config = train_config("experiment=short")
     plan = recipe_plan(config, Schedule.of(config.training))
@@ -79,8 +79,8 @@ def test_short_experiment_trains_the_short_recipe_for_its_steps(train_config):
 def test_the_slow_cpu_recipe_is_the_one_searched_on_dev(train_config, tmp_path):
     """The short recipe that won the search at a slow CPU's 30-minute compute (docs/results.md,
     The short recipe for slow CPUs): `make train` there trains exactly this."""
-    from llm_from_scratch.training.budget import Schedule
-    from llm_from_scratch.training.recipe import recipe_plan
+    from llm_from_scratch.training.budget.recipe import recipe_plan
+    from llm_from_scratch.training.budget.schedule import Schedule
     from llm_from_scratch.training.run import recipe_config
 
     fresh = f"paths.run_dir={tmp_path / 'run'}"  # no run to resume

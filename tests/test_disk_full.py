@@ -7,9 +7,10 @@ import os
 
 import pytest
 
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.command import exit_on_user_error
 from llm_from_scratch.training.distributed import Distributed
-from llm_from_scratch.training.run_dir import claim
+from llm_from_scratch.training.lock import claim
 
 
 def test_a_full_disk_at_the_lock_write_is_one_line(tmp_path, monkeypatch, capsys):
@@ -18,7 +19,11 @@ def test_a_full_disk_at_the_lock_write_is_one_line(tmp_path, monkeypatch, capsys
 
     monkeypatch.setattr(os, "pwrite", full)
     monkeypatch.setattr(os, "write", full)
-    with pytest.raises(SystemExit) as exit_, exit_on_user_error(), claim(tmp_path, Distributed()):
+    with (
+        pytest.raises(SystemExit) as exit_,
+        exit_on_user_error(),
+        claim(RunDir(tmp_path), Distributed()),
+    ):
         pass
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (

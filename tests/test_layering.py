@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llm_from_scratch"
 # Lowest first. A module may import modules of a lower layer and of its own unit; the four
 # stages of layer 1 are separate units, so none of them imports another.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors",),
+    ("errors", "display"),
     ("atomic", "paths", "device", "precision", "schema", "numbers"),
     ("tokenizer", "model", "data", "evaluation"),
     ("checkpoint",),

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.paths import RunDir
 
 # (tag, panel title): what a reader compares between runs.
 PANELS = (
@@ -25,7 +26,7 @@ def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
     """
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    log_dir = Path(run_dir) / "tensorboard"
+    log_dir = RunDir(Path(run_dir)).tensorboard
     if not any(log_dir.glob("events.out.tfevents.*")):
         raise UserError(f"{log_dir} has no TensorBoard event files: is {run_dir} a run directory?")
     series: dict[str, dict[int, float]] = {}

@@ -36,6 +36,7 @@ from llm_from_scratch.checkpoint import CheckpointSummary, load_checkpoint, rest
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.model.layers import sinusoidal_positions
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD
 
@@ -251,7 +252,7 @@ def _holding(directory: Path) -> str:
 def run_export_dir(runs_dir: str | Path, run: str) -> Path:
     """Where `make export` writes the run `run`'s export, and where `--engine ctranslate2`
     looks for it."""
-    return Path(runs_dir) / run / EXPORT_DIR
+    return RunDir.named(runs_dir, run).export(EXPORT_DIR)
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:

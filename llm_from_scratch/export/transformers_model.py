@@ -53,6 +53,7 @@ from llm_from_scratch.export.transformers_tokenizer import build_tokenizer, spec
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.layers import sinusoidal_positions
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
@@ -440,7 +441,7 @@ def _save_tokenizer(
 
 def _metrics_beside(checkpoint: Path) -> dict[str, Any] | None:
     """`make eval`'s test scores of the checkpoint, where it has written them."""
-    path = checkpoint.parent / "eval-test" / "metrics.json"
+    path = RunDir(checkpoint.parent).evaluation("test") / "metrics.json"
     if not path.is_file():
         return None
     try:
@@ -456,7 +457,7 @@ def _write_text(path: Path, text: str) -> None:
 
 def run_export_dir(runs_dir: str | Path, run: str) -> Path:
     """Where `make export ARGS="--format transformers"` writes the run `run`'s folder."""
-    return Path(runs_dir) / run / EXPORT_DIR
+    return RunDir.named(runs_dir, run).export(EXPORT_DIR)
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:

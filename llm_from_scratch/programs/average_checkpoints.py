@@ -16,12 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.command import run_main
-from llm_from_scratch.training.averaging import (
-    average_checkpoints,
-    missing_snapshot,
-    snapshot_paths,
-)
+from llm_from_scratch.training.averaging import average_checkpoints, missing_snapshot
 
 
 def main(argv: Sequence[str]) -> int:
@@ -35,13 +32,14 @@ def main(argv: Sequence[str]) -> int:
     )
     args = parser.parse_args(argv)
     paths = list(args.checkpoints)
-    if args.run_dir is not None:
+    run_dir = RunDir(args.run_dir) if args.run_dir is not None else None
+    if run_dir is not None:
         if args.last < 1:
             raise CheckpointError(f"--last={args.last} must be at least 1")
-        paths += snapshot_paths(args.run_dir)[-args.last :]
+        paths += run_dir.snapshot_paths()[-args.last :]
         if not args.allow_gaps:
-            check_no_gap(args.run_dir, args.last)
-    output = args.output or (args.run_dir / "averaged.pt" if args.run_dir else None)
+            check_no_gap(run_dir, args.last)
+    output = args.output or (run_dir.averaged if run_dir is not None else None)
     if output is None:
         parser.error("give --output (or --run-dir)")
     if not paths:
@@ -54,10 +52,10 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def check_no_gap(run_dir: Path, last: int) -> None:
+def check_no_gap(run_dir: RunDir, last: int) -> None:
     """Refuse when a snapshot is gone from the `last` newest that the run wrote (no more than it
     keeps)."""
-    snapshots = snapshot_paths(run_dir)
+    snapshots = run_dir.snapshot_paths()
     if not snapshots:
         return
     training = load_checkpoint(snapshots[-1], mmap=True)["config"].get("training", {})

@@ -26,23 +26,26 @@ from llm_from_scratch.data.config import SPLITS
 from llm_from_scratch.data.datamodule import DataModule, build_data
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.device import contention, resolve_device, set_threads
+from llm_from_scratch.display import shown
 from llm_from_scratch.model.config import ModelConfig
-from llm_from_scratch.paths import check_directory, config_dir, project_root
+from llm_from_scratch.paths import RunDir, check_directory, config_dir, project_root
 from llm_from_scratch.programs.command import exit_on_user_error
 from llm_from_scratch.programs.common import compose_config, register_schema
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.config import TokenizerConfig
-from llm_from_scratch.training.budget import slower_clock
+from llm_from_scratch.training.budget.schedule import slower_clock
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (
     Distributed,
     init_distributed,
     shutdown_distributed,
 )
+from llm_from_scratch.training.finished import finished_run
+from llm_from_scratch.training.lock import claim
 from llm_from_scratch.training.parent import Parent, adopt_parent, read_parent
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
+from llm_from_scratch.training.resume import SavedRun, read_saved_run
 from llm_from_scratch.training.run import recipe_config, train_run
-from llm_from_scratch.training.run_dir import claim, finished_run
 from llm_from_scratch.training.stop import Stopped
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers, tokenizer_paths
 
@@ -67,14 +70,15 @@ def train(
     logging.basicConfig()  # without Hydra's logging (the Python API): to stderr
     # Hydra sets the root level for every rank; the other ranks would repeat each line.
     logging.getLogger().setLevel(logging.INFO if dist.is_main else logging.WARNING)
-    run_dir = run_directory(config)
+    run_dir = RunDir.of(config.paths, config.name)
     try:
-        check_directory(run_dir, "paths.run_dir")
+        check_directory(run_dir.root, "paths.run_dir")
         config, parent = with_parent(config, command_overrides())
         keep_model = keep_model or parent is not None  # a short recipe keeps the parent's layers
         keep_tokenizers = keep_tokenizers or parent is not None
-        config = recipe_config(config, keep_tokenizers)
-        finished = finished_run(run_dir, config, keep_model)  # before anything writes there
+        saved = read_saved_run(run_dir, config.training)  # the one read of the run's last.pt
+        config = recipe_config(config, keep_tokenizers, saved)
+        finished = finished_run(run_dir, config, keep_model, saved)  # before anything is written
         if finished is not None:
             if dist.is_main:
                 # Printed, not logged: the log is a file of the run directory.
@@ -83,7 +87,7 @@ def train(
         with claim(run_dir, dist):
             if dist.is_main and launch is not None:
                 record_launch(launch, run_dir)
-            return _train(config, dist, started_at, keep_model, keep_tokenizers, parent)
+            return _train(config, dist, started_at, keep_model, keep_tokenizers, parent, saved)
     finally:
         shutdown_distributed()
 
@@ -117,6 +121,7 @@ def _train(
     keep_model: bool,
     keep_tokenizers: bool,
     parent: Parent | None = None,
+    saved: SavedRun | None = None,
 ) -> dict[str, float]:
     warning = contention(set_threads(config.training.threads))
     if warning is not None and dist.is_main:
@@ -139,7 +144,7 @@ def _train(
         )
     run = train_run(
         config, data, dist, started_at=started_at, clock=clock, keep_model=keep_model,
-        parent=parent, prepare=None if keep_tokenizers else prepare_data,
+        parent=parent, prepare=None if keep_tokenizers else prepare_data, saved=saved,
     )  # fmt: skip
     if run.final is not None:
         for line in summary(run.final, config, time.perf_counter() - started_at):
@@ -147,13 +152,13 @@ def _train(
     return run.metrics
 
 
-def record_launch(cfg: DictConfig, run_dir: Path) -> None:
+def record_launch(cfg: DictConfig, run_dir: RunDir) -> None:
     """Write what Hydra writes to `.hydra/` at launch, which `configs/train.yaml` turns off so that
     a run that trains nothing writes nothing: the composed config, Hydra's and the overrides."""
     if not HydraConfig.initialized():
         return
     hydra_cfg = HydraConfig.get()
-    directory = run_dir / ".hydra"
+    directory = run_dir.launch
     directory.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, directory / "config.yaml")
     OmegaConf.save(OmegaConf.create({"hydra": hydra_cfg}), directory / "hydra.yaml")
@@ -204,20 +209,11 @@ def summary(final: FinalModel, config: TrainConfig, seconds: float) -> list[str]
 def translate_command(config: TrainConfig, model: Path) -> str:
     """The command that translates with this run's final model, from the current directory."""
     script = project_root() / "scripts" / "translate.py"
-    by_name = Path(config.paths.run_dir or "") == config.paths.run(config.name)
+    run_dir = RunDir.of(config.paths, config.name)
+    by_name = run_dir == RunDir.named(config.paths.runs_dir, config.name)
     choice = f"--run {shlex.quote(config.name)}" if by_name else f"--checkpoint {shown(model)}"
     example = EXAMPLE_INPUTS.get(config.data.source_lang, EXAMPLE_INPUTS["en"])
     return f'{shown(Path(sys.executable))} {shown(script)} {choice} "{example}"'
-
-
-def shown(path: Path | str) -> str:
-    """`path` as a user would type it here: relative to the current directory when inside it."""
-    path = Path(path)
-    try:
-        text = str(path.relative_to(Path.cwd()))
-    except ValueError:
-        text = str(path)
-    return shlex.quote(text)
 
 
 def _since(started: float) -> str:
@@ -239,11 +235,7 @@ def check_config_before_hydra(arguments: list[str]) -> None:
     if any(argument.startswith(("-", "hydra.", "hydra/", "+hydra")) for argument in arguments):
         return
     config = compose_config("train", arguments, TrainConfig)
-    check_directory(run_directory(config), "paths.run_dir")
-
-
-def run_directory(config: TrainConfig) -> Path:
-    return Path(config.paths.run_dir or config.paths.run(config.name))
+    check_directory(RunDir.of(config.paths, config.name).root, "paths.run_dir")
 
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="train")

@@ -2,7 +2,7 @@
 
 Averaging the weights seen over the last stretch of training smooths out the noise of the final
 updates (Vaswani et al. average the last 5–20 checkpoints). The trainer keeps `keep_snapshots`
-weight-only snapshots under `<run_dir>/snapshots/` and writes their average to `averaged.pt`;
+weight-only snapshots (`RunDir.snapshots`) and writes their average to `averaged.pt`;
 `scripts/average_checkpoints.py` averages any set of checkpoints of one run. An average records
 the files and steps it averaged. Each snapshot names the step of the one before it, and `last.pt`
 the newest, so that a snapshot deleted from those an average would take shows (`missing_snapshot`).
@@ -17,32 +17,18 @@ from typing import Any
 import torch
 
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-
-SNAPSHOT_DIR = "snapshots"
-
-
-def snapshot_path(run_dir: Path, step: int) -> Path:
-    return run_dir / SNAPSHOT_DIR / f"step-{step:07d}.pt"
+from llm_from_scratch.paths import SNAPSHOT_PREFIX, RunDir, snapshot_step
 
 
-def snapshot_paths(run_dir: Path) -> list[Path]:
-    """The run's snapshots, oldest first (the zero-padded step sorts them)."""
-    return sorted((run_dir / SNAPSHOT_DIR).glob("step-*.pt"))
-
-
-def snapshot_step(path: Path) -> int:
-    return int(path.stem.removeprefix("step-"))
-
-
-def missing_snapshot(run_dir: Path, count: int) -> int | None:
+def missing_snapshot(run_dir: RunDir, count: int, newest: int | None = None) -> int | None:
     """The step of the newest snapshot gone from the `count` newest the run wrote (None: none is
     gone, or the files predate the records that tell), following the chain from the newest that
-    `last.pt` (else the newest snapshot) records back through each snapshot's predecessor."""
-    present = {snapshot_step(path): path for path in snapshot_paths(run_dir)}
-    last = run_dir / "last.pt"
-    step = max(present, default=0)
-    if last.is_file():
-        step = load_checkpoint(last, mmap=True)["progress"].get("last_snapshot", step) or step
+    `last.pt` records (`newest`, where the caller read it; 0: not recorded, as when no `last.pt`
+    is left: the newest snapshot) back through each snapshot's predecessor."""
+    present = {snapshot_step(path): path for path in run_dir.snapshot_paths()}
+    if newest is None and run_dir.last.is_file():
+        newest = load_checkpoint(run_dir.last, mmap=True)["progress"].get("last_snapshot", 0)
+    step = newest or max(present, default=0)
     for _ in range(count):
         if step <= 0:
             return None
@@ -104,7 +90,7 @@ def _step_of(path: str | Path, state: dict[str, Any]) -> int | None:
     if "progress" in state:
         return int(state["progress"]["step"])
     name = Path(path).stem
-    return int(name.removeprefix("step-")) if name.startswith("step-") else None
+    return snapshot_step(Path(path)) if name.startswith(SNAPSHOT_PREFIX) else None
 
 
 def record_dev_scores(

@@ -88,9 +88,9 @@ class TrainingConfig:
     max_steps: int = 4200
     max_epochs: int | None = None
     # A wall-clock budget (`1800`, `30m`, `1h`), setup included, that the run's schedule is
-    # planned to fit (training/budget.py); null trains exactly `max_steps` on any machine.
+    # planned to fit (training/budget/); null trains exactly `max_steps` on any machine.
     max_time: str | None = "30m"
-    # Plan the budget as a CPU this many times slower would (training/budget.py, `slower_clock`):
+    # Plan the budget as a CPU this many times slower would (training/budget/, `slower_clock`):
     # the run trains that CPU's steps, so a fast machine can search a slow CPU's recipe.
     budget_slowdown: float = 1.0
     lr: float = 2e-3

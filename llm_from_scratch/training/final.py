@@ -4,15 +4,11 @@ snapshots, else `best.pt`, scored on dev and, once, on test (greedy, like every 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from llm_from_scratch.checkpoint import load_checkpoint
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
-from llm_from_scratch.training.averaging import (
-    average_checkpoints,
-    record_dev_scores,
-    snapshot_paths,
-)
+from llm_from_scratch.paths import RunDir
+from llm_from_scratch.training.averaging import average_checkpoints, record_dev_scores
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.report import FinalModel, scores_text
 from llm_from_scratch.training.validation import Validator
@@ -23,23 +19,23 @@ logger = logging.getLogger(__name__)
 def final_model(
     model: Seq2SeqTransformer,
     validator: Validator,
-    run_dir: Path,
+    run_dir: RunDir,
     keep_snapshots: int,
     step: int,
     log: RunLogger,
 ) -> FinalModel | None:
     """The model the run at `step` hands over, and its scores; `model` (which `validator` scores)
     gets its weights for the scoring and keeps its own afterwards. None: no model to hand over."""
-    kept = snapshot_paths(run_dir)[-keep_snapshots:] if keep_snapshots else []
+    kept = run_dir.snapshot_paths()[-keep_snapshots:] if keep_snapshots else []
     averaged = None
     if keep_snapshots >= 2 and len(kept) >= 2:
-        logger.info("averaging the last %d snapshots into averaged.pt", len(kept))
-        path = run_dir / "averaged.pt"
+        path = run_dir.averaged
+        logger.info("averaging the last %d snapshots into %s", len(kept), path.name)
         averaged = average_checkpoints(kept, path)
         weights = averaged["model"]
         description, dev = f"the average of the last {len(kept)} snapshots", None
     else:
-        path = run_dir / "best.pt"
+        path = run_dir.best
         if not path.is_file():
             return None
         state = load_checkpoint(path, map_location=next(model.parameters()).device)
@@ -50,7 +46,7 @@ def final_model(
     try:
         if dev is None:
             dev = validator.run(step, log, tag="dev_averaged")
-            logger.info("averaged.pt | dev %s", scores_text(dev))
+            logger.info("%s | dev %s", path.name, scores_text(dev))
             record_dev_scores(path, averaged, step, dev)
         test_sentences = len(validator.data.splits["test"])
         logger.info("translating the test split (%d sentences, greedy)", test_sentences)

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from llm_from_scratch.training.budget import Schedule
+from llm_from_scratch.training.budget.schedule import Schedule
 from llm_from_scratch.training.config import TrainingConfig
 
 

@@ -23,7 +23,6 @@ from typing import Any
 import torch
 
 from llm_from_scratch.checkpoint import (
-    FINAL_MODELS,
     CheckpointSummary,
     load_checkpoint,
     restore_tokenizers,
@@ -35,6 +34,7 @@ from llm_from_scratch.export.ctranslate2_model import MANIFEST
 from llm_from_scratch.export.transformers_model import MANIFEST as TRANSFORMERS_MANIFEST
 from llm_from_scratch.export.transformers_model import pretrained_state
 from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
@@ -116,18 +116,20 @@ def _parent_of(state: dict[str, Any], path: Path, weights_file: Path) -> Parent:
 
 def _model_in(directory: Path) -> Path:
     """The checkpoint a directory given as a parent holds: a run directory's final model."""
+    final_models = RunDir(directory).final_models
+    names = " or ".join(path.name for path in final_models)
     if (directory / MANIFEST).is_file():
         raise ParentError(
             f"training.init_from={directory} is a CTranslate2 export, which cannot be trained: "
             "its weights are converted for CTranslate2's inference (often quantized) and it "
             "holds no training state; start from the checkpoint it was exported from "
-            f"(its run's {' or '.join(FINAL_MODELS)})"
+            f"(its run's {names})"
         )
-    for name in FINAL_MODELS:
-        if (directory / name).is_file():
-            return directory / name
+    for path in final_models:
+        if path.is_file():
+            return path
     raise ParentError(
-        f"training.init_from={directory} is a directory without {' or '.join(FINAL_MODELS)}: "
+        f"training.init_from={directory} is a directory without {names}: "
         f"give a checkpoint file or {RUN_PREFIX}NAME"
     )
 

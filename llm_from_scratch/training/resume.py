@@ -1,57 +1,197 @@
-"""Continuing a run: the saved state a `Trainer` restores, from its `last.pt`, exactly, or, where
-`last.pt` is gone and `training.resume_from=snapshot` says so, from its newest snapshot, which
-holds all of `last.pt` but the optimizer (`run_dir.resume_path` picks the file)."""
+"""Continuing a run: the one read of the file it continues from, and what a `Trainer` restores.
+
+`read_saved_run` reads it once per run start, and the finished-run check, the planner and the
+`Trainer` share what it read. The file is `last.pt`, which continues the run exactly; where it is
+gone and `training.resume_from=snapshot` says so, the newest snapshot, which holds all of
+`last.pt` but the optimizer. A run directory that holds a run's files (snapshots, `best.pt`,
+`averaged.pt`) but neither is refused rather than trained over from step 0.
+"""
 
 from __future__ import annotations
 
+import enum
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from llm_from_scratch.checkpoint import check_compatible, load_weights
-from llm_from_scratch.data.datamodule import DataModule
-from llm_from_scratch.model.transformer import Seq2SeqTransformer
+from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.paths import RunDir, snapshot_step
 from llm_from_scratch.precision import Precision, select_precision
+from llm_from_scratch.schema import to_schema
+from llm_from_scratch.training.budget.schedule import Schedule
 from llm_from_scratch.training.config import TrainingConfig
-from llm_from_scratch.training.run_dir import check_stopping_settings, load_resume, resume_path
-from llm_from_scratch.training.state import SavedRun
+from llm_from_scratch.training.lock import NEW_RUN
+from llm_from_scratch.training.state import (
+    STOPPING_SETTINGS,
+    Progress,
+    out_of_patience,
+    out_of_steps,
+    stop_reason,
+)
 
 logger = logging.getLogger(__name__)
 
+# What `last.pt` holds beyond an inference checkpoint, to continue a run exactly.
+TRAINING_STATE = ("optimizer", "scheduler", "scaler", "progress", "rng")
+# What a snapshot holds beyond an inference checkpoint: all of last.pt but the optimizer.
+SNAPSHOT_STATE = ("scheduler", "scaler", "progress", "rng")
+RESUME_FROM_SNAPSHOT = "training.resume_from=snapshot"
+
+
+class FinishedRunError(UserError):
+    """A finished run was asked to train on under other stopping settings."""
+
+
+class OrphanedRunError(UserError):
+    """A run directory holds a run's files but no `last.pt` to continue it from."""
+
+
+class NotRead(enum.Enum):
+    """The saved run is not read yet: whoever needs it reads it (the Python API's callers)."""
+
+    NOT_READ = "not read"
+
+
+NOT_READ = NotRead.NOT_READ
+
 
 @dataclass(frozen=True)
-class Saved:
+class SavedRun:
+    """The file a run continues from: its entries, and what they say about the run."""
+
     path: Path
-    state: dict[str, Any]  # the file's entries
-    run: SavedRun
+    state: dict[str, Any]  # the file's entries, on the CPU
+    progress: Progress
+    training: TrainingConfig  # the settings it trained
+
+    @classmethod
+    def of(cls, path: Path, state: dict[str, Any]) -> SavedRun:
+        saved = dict(state["config"]["training"])
+        known = {field.name for field in fields(TrainingConfig)}
+        training = {key: value for key, value in saved.items() if key in known}
+        progress = Progress.saved(state["progress"])
+        return cls(path, state, progress, to_schema(training, TrainingConfig))
 
     @property
     def has_optimizer(self) -> bool:
         """False for a snapshot: Adam's moments start afresh."""
         return "optimizer" in self.state
 
+    @property
+    def schedule(self) -> Schedule:
+        return self.progress.schedule(self.training)
 
-def load_saved(
-    run_dir: Path, cfg: TrainingConfig, model: Seq2SeqTransformer, data: DataModule
-) -> Saved | None:
-    """The state the run in `run_dir` continues from, its weights loaded into `model`, checked to
-    fit it and `cfg`'s stopping settings (every rank reads the same file). None: a new run."""
+    @property
+    def finished(self) -> bool:
+        """Whether no step of the run is left to train."""
+        return self.progress.finished or self.progress.step >= self.schedule.steps
+
+    @property
+    def reason(self) -> str:
+        return stop_reason(self.progress, self.schedule.steps, self.training) or "it stopped"
+
+    def changed_stopping_settings(self, cfg: TrainingConfig) -> list[str]:
+        return [
+            f"training.{key}={getattr(cfg, key)} (it had {getattr(self.training, key)})"
+            for key in STOPPING_SETTINGS
+            if getattr(cfg, key) != getattr(self.training, key)
+        ]
+
+    def stops_under(self, cfg: TrainingConfig) -> bool:
+        """Whether a run with `cfg`'s stopping settings stops where this one stands."""
+        if any(
+            getattr(cfg, key) != getattr(self.training, key) for key in ("max_steps", "max_time")
+        ):
+            return False  # another schedule: other steps
+        steps = self.schedule.steps
+        return out_of_steps(self.progress, steps, cfg) or out_of_patience(self.progress, cfg)
+
+
+def read_saved_run(run_dir: RunDir, cfg: TrainingConfig) -> SavedRun | None:
+    """The file the run in `run_dir` continues from (`resume_path`), read (None: a new run).
+    Memory-mapped: a finished run's check needs only its progress, and a resumed run copies
+    the tensors where they go."""
     path = resume_path(run_dir, cfg)
     if path is None:
         return None
-    device = next(model.parameters()).device
-    state = load_resume(path, map_location=device)
-    run = SavedRun.of(state)
-    check_compatible(state, model.cfg, data.src_tok, data.tgt_tok, path)
-    load_weights(model, state["model"], str(path))
-    check_stopping_settings(run, cfg, path)
-    return Saved(path, state, run)
+    state = load_checkpoint(path, map_location="cpu", mmap=True)
+    missing = [key for key in _required(run_dir, path) if key not in state]
+    if missing and path == run_dir.last:
+        raise CheckpointError(
+            f"{path} is not a training checkpoint (it lacks {', '.join(missing)}): a "
+            "weights-only file (a snapshot, averaged.pt) cannot resume training; move it "
+            f"away, or {NEW_RUN}"
+        )
+    if missing:
+        raise CheckpointError(
+            f"{path} cannot continue the run (it lacks {', '.join(missing)}: it predates "
+            f"snapshots that can); {NEW_RUN}"
+        )
+    return SavedRun.of(path, state)
 
 
-def restore_optimizer(optimizer: torch.optim.Optimizer, scheduler: Any, saved: Saved) -> None:
+def saved_or_read(
+    saved: SavedRun | NotRead | None, run_dir: RunDir, cfg: TrainingConfig
+) -> SavedRun | None:
+    """`saved` as the caller read it, else read now."""
+    return read_saved_run(run_dir, cfg) if saved is NOT_READ else saved
+
+
+def _required(run_dir: RunDir, path: Path) -> tuple[str, ...]:
+    return TRAINING_STATE if path == run_dir.last else SNAPSHOT_STATE
+
+
+def resume_path(run_dir: RunDir, cfg: TrainingConfig) -> Path | None:
+    """The file a run in `run_dir` continues from: `last.pt`; where it is gone and `cfg` says
+    `resume_from=snapshot`, the newest snapshot; None: nothing there, a new run.
+
+    Raises `OrphanedRunError` for a directory with a run's files but neither: training there
+    would start from step 0 and write over them."""
+    last = run_dir.last
+    if last.is_file():
+        return last
+    snapshots = run_dir.snapshot_paths()
+    models = [path.name for path in (run_dir.best, run_dir.averaged) if path.is_file()]
+    if snapshots and cfg.resume_from == "snapshot":
+        return snapshots[-1]
+    if not snapshots and not models:
+        return None
+    held = [f"snapshots up to step {snapshot_step(snapshots[-1])}"] if snapshots else []
+    there = f"{run_dir} holds {', '.join(held + models)} but no {last.name}"
+    if not snapshots:
+        raise OrphanedRunError(
+            f"{there}, and no snapshot to continue from: training there would start from step "
+            f"0 and overwrite them; {NEW_RUN}"
+        )
+    newest = snapshots[-1].relative_to(run_dir.root)
+    raise OrphanedRunError(
+        f"{there}: training there would start from step 0 and overwrite them; {NEW_RUN}, or "
+        f"continue from {newest} with {RESUME_FROM_SNAPSHOT} (its "
+        "weights, schedule and data position; a snapshot has no optimizer state, so Adam's "
+        "moments start afresh and the run is close to, not exactly, the uninterrupted one)"
+    )
+
+
+def check_stopping_settings(saved: SavedRun, cfg: TrainingConfig) -> None:
+    """Refuse to continue a finished run: stopping settings under which it would train on (a
+    larger `max_steps`, a longer patience) are an error; others (a patience added to a run that
+    trained all its steps) leave it finished."""
+    if not saved.finished:
+        return
+    changed = saved.changed_stopping_settings(cfg)
+    if changed and not saved.stops_under(cfg):
+        raise FinishedRunError(
+            f"{saved.path.parent} finished at step {saved.progress.step} ({saved.reason}); "
+            f"{', '.join(changed)} would continue a finished run, whose learning-rate schedule "
+            f"was laid out for the steps it had: to train another schedule, {NEW_RUN}"
+        )
+
+
+def restore_optimizer(optimizer: torch.optim.Optimizer, scheduler: Any, saved: SavedRun) -> None:
     """The saved optimizer; for a snapshot, a fresh one at the learning rate of the restored
     `scheduler`, which the optimizer's state would have carried."""
     if saved.has_optimizer:
@@ -62,7 +202,7 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, scheduler: Any, saved: S
 
 
 def continued_precision(
-    requested: str, current: Precision, saved: str | None, run_dir: Path
+    requested: str, current: Precision, saved: str | None, run_dir: RunDir
 ) -> Precision | None:
     """Under `auto`, the checkpoint's precision where it differs from `current` (None: keep it):
     a CPU's pick is a timing that a busy moment can flip, and an exact continuation needs the

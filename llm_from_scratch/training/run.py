@@ -1,5 +1,5 @@
-"""A run in three steps: plan (`planner.py`), train (`trainer.py`), hand over the final model
-(`final.py`). `make train` calls `train_run` once the data and tokenizers are ready."""
+"""A run in three steps: plan (`budget/planner.py`), train (`trainer.py`), hand over the final
+model (`final.py`). `make train` calls `train_run` once the data and tokenizers are ready."""
 
 from __future__ import annotations
 
@@ -7,20 +7,19 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from llm_from_scratch.data.datamodule import DataModule
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.schema import to_data
-from llm_from_scratch.training.budget import Schedule
-from llm_from_scratch.training.config import TrainConfig, TrainingConfig
+from llm_from_scratch.training.budget.planner import BudgetPlanner
+from llm_from_scratch.training.budget.recipe import recipe_tokenizers
+from llm_from_scratch.training.budget.schedule import Schedule
+from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.final import final_model
 from llm_from_scratch.training.parent import Parent
-from llm_from_scratch.training.planner import BudgetPlanner
-from llm_from_scratch.training.recipe import recipe_tokenizers
 from llm_from_scratch.training.report import FinalModel, hparams
-from llm_from_scratch.training.run_dir import load_resume, resume_path
-from llm_from_scratch.training.state import SavedRun
+from llm_from_scratch.training.resume import NOT_READ, NotRead, SavedRun, saved_or_read
 from llm_from_scratch.training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
@@ -42,6 +41,7 @@ def train_run(
     keep_model: bool = False,
     parent: Parent | None = None,
     prepare: Callable[[TrainConfig], DataModule] | None = None,
+    saved: SavedRun | NotRead | None = NOT_READ,
 ) -> TrainedRun:
     """Plan, train and score the run of `config` (resumed from its `last.pt` when there is one).
     Raises `stop.Stopped` when a signal stopped it, after saving `last.pt`.
@@ -49,11 +49,12 @@ def train_run(
     chose its model, which the short recipe then keeps; `parent`: the model a new run starts from
     (`training.init_from`, read by `parent.read_parent`). `prepare`: the data stage for other
     tokenizers, where a time budget picks the short recipe and its own (`recipe_tokenizers`);
-    None: the run keeps the tokenizers of `data`."""
+    None: the run keeps the tokenizers of `data`. `saved`: what the run continues from, as
+    `resume.read_saved_run` read it (default: read here)."""
     dist = dist or Distributed()
     planner = BudgetPlanner(config, data, dist, clock, started_at, keep_model)
-    run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
-    saved = saved_run(run_dir, config.training)
+    run_dir = RunDir.of(config.paths, config.name)
+    saved = saved_or_read(saved, run_dir, config.training)
     plan = planner.plan(saved.progress if saved is not None else None)
     own = recipe_tokenizers(config, plan.schedule.short, keep=prepare is None)
     if plan.budgeted and saved is None and own.tokenizer != config.tokenizer:
@@ -68,7 +69,8 @@ def train_run(
         planner = BudgetPlanner(config, data, dist, clock, planner.started_at, keep_model, True)
         plan = planner.plan()
     replan = planner.replan if planner.costs is not None else None
-    trainer = Trainer(config, data, plan, dist, clock, replan, planner.deadline(), parent)
+    deadline = planner.deadline()
+    trainer = Trainer(config, data, plan, dist, clock, replan, deadline, parent, saved)
     if saved is not None and saved.finished:
         return TrainedRun(trainer, trainer.fit(), None)  # which checks the stopping settings
     log = trainer.run_logger()
@@ -87,23 +89,20 @@ def train_run(
     return TrainedRun(trainer, metrics, final)
 
 
-def recipe_config(config: TrainConfig, keep_tokenizers: bool = False) -> TrainConfig:
+def recipe_config(
+    config: TrainConfig,
+    keep_tokenizers: bool = False,
+    saved: SavedRun | NotRead | None = NOT_READ,
+) -> TrainConfig:
     """`config` with the tokenizers of the recipe it trains, where the data stage can know it:
     a step-budget run's, or a resumed run's if it trained them (see `recipe.recipe_tokenizers`;
     `keep_tokenizers`: the command or a parent chose them). A new time-budget run learns its
-    recipe from the planner's probe, and `train_run` prepares the data again where it must."""
-    run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
-    path = resume_path(run_dir, config.training)
-    if path is None:
+    recipe from the planner's probe, and `train_run` prepares the data again where it must.
+    `saved`: what the run continues from, as `resume.read_saved_run` read it (default: read
+    here)."""
+    saved = saved_or_read(saved, RunDir.of(config.paths, config.name), config.training)
+    if saved is None:
         short = config.training.budget_seconds is None and Schedule.of(config.training).short
         return recipe_tokenizers(config, short, keep_tokenizers)
-    state = load_resume(path, mmap=True)  # the tensors are not needed, only the settings
-    own = recipe_tokenizers(config, SavedRun.of(state).schedule.short, keep_tokenizers)
-    return own if state["config"]["tokenizer"] == to_data(own.tokenizer) else config
-
-
-def saved_run(run_dir: Path, cfg: TrainingConfig) -> SavedRun | None:
-    """What the file the run continues from (its `last.pt`, see `run_dir.resume_path`) says of
-    it (None: a new run)."""
-    path = resume_path(run_dir, cfg)
-    return None if path is None else SavedRun.of(load_resume(path, mmap=True))
+    own = recipe_tokenizers(config, saved.schedule.short, keep_tokenizers)
+    return own if saved.state["config"]["tokenizer"] == to_data(own.tokenizer) else config

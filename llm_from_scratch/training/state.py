@@ -1,8 +1,8 @@
 """A run's state: where training stands (`Progress`, saved in every checkpoint) and what that
 says about the run: its plan, whether it stops, and why.
 
-The trainer asks these questions while it trains; `run_dir.py` asks them of a saved `last.pt`
-before a rerun writes anything. A new reason to stop is a new field here and a new line in
+The trainer asks these questions while it trains; `resume.SavedRun` asks them of a saved
+`last.pt` before a rerun writes anything. A new reason to stop is a new field here and a new line in
 `stop_reason`.
 """
 
@@ -14,8 +14,7 @@ from typing import Any
 
 import torch
 
-from llm_from_scratch.schema import to_schema
-from llm_from_scratch.training.budget import Schedule
+from llm_from_scratch.training.budget.schedule import Schedule
 from llm_from_scratch.training.config import TrainingConfig
 
 # The settings that say when a run stops.
@@ -92,50 +91,6 @@ def stop_reason(progress: Progress, steps: int, cfg: TrainingConfig) -> str | No
     if out_of_steps(progress, steps, cfg):
         return f"it trained its {cfg.max_epochs} epochs"
     return None
-
-
-@dataclass(frozen=True)
-class SavedRun:
-    """What a run's `last.pt` says about the run: its progress and the settings it trained."""
-
-    progress: Progress
-    training: TrainingConfig
-
-    @classmethod
-    def of(cls, state: dict[str, Any]) -> SavedRun:
-        saved = dict(state["config"]["training"])
-        known = {field.name for field in fields(TrainingConfig)}
-        training = {key: value for key, value in saved.items() if key in known}
-        return cls(Progress.saved(state["progress"]), to_schema(training, TrainingConfig))
-
-    @property
-    def schedule(self) -> Schedule:
-        return self.progress.schedule(self.training)
-
-    @property
-    def finished(self) -> bool:
-        """Whether no step of the run is left to train."""
-        return self.progress.finished or self.progress.step >= self.schedule.steps
-
-    @property
-    def reason(self) -> str:
-        return stop_reason(self.progress, self.schedule.steps, self.training) or "it stopped"
-
-    def changed_stopping_settings(self, cfg: TrainingConfig) -> list[str]:
-        return [
-            f"training.{key}={getattr(cfg, key)} (it had {getattr(self.training, key)})"
-            for key in STOPPING_SETTINGS
-            if getattr(cfg, key) != getattr(self.training, key)
-        ]
-
-    def stops_under(self, cfg: TrainingConfig) -> bool:
-        """Whether a run with `cfg`'s stopping settings stops where this one stands."""
-        if any(
-            getattr(cfg, key) != getattr(self.training, key) for key in ("max_steps", "max_time")
-        ):
-            return False  # another schedule: other steps
-        steps = self.schedule.steps
-        return out_of_steps(self.progress, steps, cfg) or out_of_patience(self.progress, cfg)
 
 
 def rng_state() -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""Training statistics: one step's, the window of steps a log line averages, and the run's
-own step time that a time budget plans again from."""
+"""Training statistics: one step's, and the window of steps a log line averages (the run's own
+step time, which a time budget plans again from, is `budget.timing.RunTiming`)."""
 
 from __future__ import annotations
 
@@ -47,38 +47,3 @@ class LogWindow:
             "train/tokens_per_second": self.real_tokens * world_size / seconds,
             "train/padding_fraction": 1 - self.real_tokens / max(self.padded_tokens, 1),
         }
-
-
-@dataclass
-class RunTiming:
-    """The run's own updates since `from_step`, for the re-plan: the first ones, which allocate
-    memory and pick kernels, are left out as the probe leaves its first ones out."""
-
-    from_step: int
-    start: float | None = None
-    steps: int = 0
-    paused: float = 0.0  # seconds of validations and saves, which the re-plan prices apart
-    tokens: int = 0  # trained on
-    _mark: tuple[int, float, float] | None = None  # steps, time and pauses at `recent_step`
-
-    def add(self, step: int, now: float, tokens: int) -> None:
-        if step == self.from_step:
-            self.start = now
-        elif step > self.from_step:
-            self.steps += 1
-            self.tokens += tokens
-
-    def pause(self, seconds: float) -> None:
-        if self.start is not None:
-            self.paused += seconds
-
-    def recent_step(self, now: float) -> float | None:
-        """Seconds an update took, pauses left out, since the last call (the first: since the
-        timing started); None before two updates are timed."""
-        if self.start is None or self.steps < 2:
-            return None
-        steps, since, paused = self._mark or (0, self.start, 0.0)
-        if self.steps == steps:
-            return None
-        self._mark = (self.steps, now, self.paused)
-        return (now - since - (self.paused - paused)) / (self.steps - steps)

@@ -1,5 +1,5 @@
 """The training loop: `Trainer(config, data, plan).fit()` trains one model on one schedule, the
-plan `planner.py` fixed (`run.py` runs plan, training and the final model in order).
+plan `budget/planner.py` fixed (`run.py` runs plan, training and the final model in order).
 
 One optimizer step consumes `accumulation_steps` token-budget batches; their summed losses are
 divided by the target tokens of all of them (across DDP ranks too), so accumulation and more ranks
@@ -25,6 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from llm_from_scratch.checkpoint import (
     build_model,
+    check_compatible,
     inference_state,
     load_weights,
     save_checkpoint,
@@ -33,20 +34,29 @@ from llm_from_scratch.data.batch import Batch
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.device import resolve_device
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.precision import Precision, select_precision
-from llm_from_scratch.training.averaging import snapshot_path, snapshot_paths
-from llm_from_scratch.training.budget import MIN_TIMED_STEPS, PROBE_WARMUP, Deadline, Schedule
+from llm_from_scratch.training.budget.recipe import Plan, recipe_plan
+from llm_from_scratch.training.budget.schedule import Deadline, Schedule
+from llm_from_scratch.training.budget.timing import Replan, RunBudget
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
+from llm_from_scratch.training.lock import discard_snapshots_after
 from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer, build_scheduler, lr_multiplier
 from llm_from_scratch.training.parent import Parent
 from llm_from_scratch.training.profiling import UPDATE_RANGE, StepProfiler, fetched
-from llm_from_scratch.training.recipe import Plan, recipe_plan
 from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
-from llm_from_scratch.training.resume import continued_precision, load_saved, restore_optimizer
-from llm_from_scratch.training.run_dir import discard_snapshots_after
+from llm_from_scratch.training.resume import (
+    NOT_READ,
+    NotRead,
+    SavedRun,
+    check_stopping_settings,
+    continued_precision,
+    restore_optimizer,
+    saved_or_read,
+)
 from llm_from_scratch.training.state import (
     Progress,
     out_of_patience,
@@ -54,15 +64,11 @@ from llm_from_scratch.training.state import (
     rng_state,
     set_rng_state,
 )
-from llm_from_scratch.training.stats import LogWindow, RunTiming, StepStats
+from llm_from_scratch.training.stats import LogWindow, StepStats
 from llm_from_scratch.training.stop import Stopped, StopRequest
 from llm_from_scratch.training.validation import Validator, corpus_metric
 
 logger = logging.getLogger(__name__)
-
-# The re-plan at the warm-up's end: (schedule, steps done, steps timed, the seconds and tokens
-# of those) -> schedule.
-Replan = Callable[[Schedule, int, int, float, int], Schedule]
 
 
 class TrainingError(UserError):
@@ -80,56 +86,59 @@ class Trainer:
         replan: Replan | None = None,
         deadline: Deadline | None = None,
         parent: Parent | None = None,
+        saved: SavedRun | NotRead | None = NOT_READ,
     ):
         """Train `plan` (default: `config`'s step budget). `replan`: a time budget's re-plan of
         the step count at the warm-up's end, from the run's own steps; `deadline`: its end, which
         a validation may not push the run past; `parent`: the model a new run starts from
-        (`training.init_from`), whose lineage its checkpoints record."""
+        (`training.init_from`), whose lineage its checkpoints record; `saved`: what the run
+        continues from, as `resume.read_saved_run` read it (default: `fit` reads it)."""
         self.config = config
         self.clock = clock
-        self.cfg = config.training
         self.data = data
         self.dist = dist or Distributed()
-        self.plan = plan or recipe_plan(config, Schedule.of(self.cfg))
+        self.plan = plan or recipe_plan(config, Schedule.of(config.training))
         self.schedule = self.plan.schedule
         self.replan = replan
         self.deadline = deadline
         self.parent = parent
+        self.saved = saved
         self.lineage = parent.lineage if parent is not None else None
-        device = resolve_device(self.cfg.device, "training.device")
+        device = resolve_device(config.training.device, "training.device")
         if device.type == "cuda" and self.dist.enabled:
             device = torch.device("cuda", self.dist.local_rank)
-        precision = select_precision(self.cfg.precision, device)
+        precision = select_precision(config.training.precision, device)
         if self.dist.any(precision.name == "fp32"):  # `auto` times each rank's CPU; all must agree
             precision = Precision(device, "fp32")
         self.precision = precision
         self.device = device
         self._build_model()
-        self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, self.schedule)
+        self.scheduler = build_scheduler(self.optimizer, config.training.schedule, self.schedule)
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
         if self.plan.budgeted:
             self.progress.record_plan(self.schedule, first=True)
-        self.run_dir = Path(config.paths.run_dir or config.paths.run(config.name))
+        self.run_dir = RunDir.of(config.paths, config.name)
 
     def _build_model(self) -> None:
         """A freshly seeded model of the plan, and its optimizer at the plan's learning rate."""
-        torch.manual_seed(self.cfg.seed)
-        random.seed(self.cfg.seed)
+        training = self.config.training
+        torch.manual_seed(training.seed)
+        random.seed(training.seed)
         self.model = build_model(
             self.plan.model,
             self.data.src_tok,
             self.data.tgt_tok,
             shared_vocab=self.config.tokenizer.shared,
         ).to(self.device)
-        self.optimizer = build_optimizer(self.model, self.cfg, self.device)
+        self.optimizer = build_optimizer(self.model, training, self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = group["initial_lr"] = self.plan.lr
         self.forward_model: torch.nn.Module = self.model
         if self.dist.enabled:
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.forward_model = DistributedDataParallel(self.model, device_ids=ids)
-        if self.cfg.compiles(self.device):
+        if training.compiles(self.device):
             self.forward_model = torch.compile(self.forward_model)
 
     def validator(self) -> Validator | None:
@@ -157,11 +166,13 @@ class Trainer:
             with self.forward_model.no_sync() if no_sync else nullcontext():
                 with self.precision.autocast():
                     logits = self.forward_model(batch.src, batch.src_mask, batch.tgt_in)
-                loss = summed_cross_entropy(logits, batch.tgt_out, pad_id, self.cfg.label_smoothing)
+                smoothing = self.config.training.label_smoothing
+                loss = summed_cross_entropy(logits, batch.tgt_out, pad_id, smoothing)
                 self.scaler.scale(loss * scale).backward()
             total_loss += loss.detach()
         self.scaler.unscale_(self.optimizer)
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
+        clip_norm = self.config.training.clip_norm
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip_norm)
         finite = bool(torch.isfinite(total_loss) and torch.isfinite(grad_norm))
         if finite or self.scaler.is_enabled():
             self.scaler.step(self.optimizer)  # GradScaler itself skips non-finite gradients
@@ -197,11 +208,12 @@ class Trainer:
         own_log = log is None
         log = log or self.run_logger()
         bar = TrainingBar(self.schedule.steps, self.progress.step, enabled=self.dist.is_main)
-        profile_dir = self.run_dir / "profile" if self.dist.is_main else None
+        profile_dir = self.run_dir.profile if self.dist.is_main else None
+        profile_steps = self.config.training.profile_steps
         try:
             with (
                 StopRequest() as request,
-                StepProfiler(self.cfg.profile_steps, profile_dir, self.device) as profiler,
+                StepProfiler(profile_steps, profile_dir, self.device) as profiler,
             ):
                 return self._train(log, bar, request, profiler)
         finally:
@@ -210,15 +222,17 @@ class Trainer:
                 log.close()
 
     def run_logger(self) -> RunLogger:
-        return RunLogger(self.run_dir / "tensorboard" if self.dist.is_main else None)
+        return RunLogger(self.run_dir.tensorboard if self.dist.is_main else None)
 
     def _train(
         self, log: RunLogger, bar: TrainingBar, request: StopRequest, profiler: StepProfiler
     ) -> dict[str, float]:
+        training = self.config.training
         validator = self.validator()
         started, window = self.clock(), LogWindow()
         start_elapsed = self.progress.elapsed
-        timing = RunTiming(self.progress.step + PROBE_WARMUP)
+        early_stopping = training.patience is not None
+        budget = RunBudget(self.replan, self.deadline, early_stopping, self.progress.step)
         metrics: dict[str, float] = {}
         for micro_batches in fetched(self.batches()):
             stats = self.update(micro_batches)
@@ -229,20 +243,22 @@ class Trainer:
             window.add(stats)
             bar.advance()
             step = self.progress.step
-            timing.add(step, now, stats.real_tokens)
-            if self.replan is not None and step == self.schedule.warmup_steps:
-                self._replan(timing, now)
+            budget.timing.add(step, now, stats.real_tokens)
+            if budget.replan_due(step, self.schedule):
+                self.replan = None  # once: a second `fit` of this trainer keeps the plan
+                self._follow(budget.replanned(self.schedule, step, now))
                 bar.set_total(self.schedule.steps)
             pause_start = self.clock()
-            if step % self.cfg.log_every == 0 or step == 1:
+            if step % training.log_every == 0 or step == 1:
                 scalars = window.summary(self.dist.world_size)
                 scalars["train/lr"] = self.scheduler.get_last_lr()[0]
                 bar.show_training(scalars["train/loss"], scalars["train/tokens_per_second"])
                 log.scalars(scalars, step)
                 window = LogWindow()
-            stop = self.dist.any(out_of_steps(self.progress, self.schedule.steps, self.cfg))
+            stop = self.dist.any(out_of_steps(self.progress, self.schedule.steps, training))
             if step % self.schedule.eval_every == 0 or stop:
-                if validator is not None and (stop or self._validation_fits(timing, now)):
+                fits = stop or budget.validation_fits(now, self.schedule, step)
+                if validator is not None and fits:
                     with bar.validating(len(validator.bleu_subset)):
                         metrics = validator.run(step, log)
                     self._record_validation(metrics)
@@ -253,66 +269,33 @@ class Trainer:
                 # The snapshot first: a run killed between the two writes resumes from the
                 # previous last.pt and writes this snapshot again, so it averages the same.
                 self._snapshot(step)
-                self.save("last.pt")
+                self.save(self.run_dir.last)
             if stop:
                 return metrics
             if self.dist.any(request.requested):  # every rank stops at the same step
                 self._stop_on_signal(request.signum, saved=step % self.schedule.save_every == 0)
-            timing.pause(self.clock() - pause_start)
+            budget.timing.pause(self.clock() - pause_start)
             profiler.step()
         return metrics
-
-    def _validation_fits(self, timing: RunTiming, now: float) -> bool:
-        """Whether the validation due now leaves the time budget's rest of the run its time, at
-        the step time since the last one; after the re-plan (which fits the steps to the time
-        before it) and without early stopping (which validations steer), a validation that does
-        not is skipped."""
-        step_seconds = timing.recent_step(now)  # at every validation: it times from the last
-        if (
-            self.deadline is None
-            or self.replan is not None
-            or self.cfg.patience is not None
-            or step_seconds is None
-        ):
-            return True
-        step = self.progress.step
-        if self.deadline.fits_validation(now, self.schedule, step, step_seconds):
-            return True
-        logger.info(
-            "step %d: validation skipped to keep the time budget (%.2f s an update since the last "
-            "one; the run and its final scoring need the time left)",
-            step,
-            step_seconds,
-        )
-        return False
 
     def _stop_on_signal(self, signum: int | None, saved: bool) -> None:
         """The step is done (validation and snapshot included, as an uninterrupted run does
         them): save `last.pt` unless this step did, and raise `Stopped`."""
         if not saved:
-            self.save("last.pt")
+            self.save(self.run_dir.last)
         self.dist.barrier()  # the other ranks exit once rank 0 has saved
-        path = self.run_dir / "last.pt"
+        path = self.run_dir.last
         raise Stopped(self.progress.step, path, signum or signal.SIGTERM)  # another rank's
 
-    def _replan(self, timing: RunTiming, now: float) -> None:
-        """The time budget's re-plan: the step count only; the warm-up, whose learning rates the
-        steps taken had in either plan, stays. A warm-up too short to time after the first,
-        slower, updates keeps the probe's plan."""
-        assert self.replan is not None
-        replan, self.replan = self.replan, None
-        if timing.start is None or timing.steps < MIN_TIMED_STEPS:
-            return
-        seconds = now - timing.start - timing.paused
-        done = self.progress.step
-        schedule = replan(self.schedule, done, timing.steps, seconds, timing.tokens)
+    def _follow(self, schedule: Schedule) -> None:
+        """Train on under the time budget's re-planned `schedule` from the step reached."""
         if schedule == self.schedule:
             return
         position = self.scheduler.state_dict()
         self.schedule = schedule
-        self.scheduler = build_scheduler(self.optimizer, self.cfg.schedule, schedule)
+        self.scheduler = build_scheduler(self.optimizer, self.config.training.schedule, schedule)
         self.scheduler.load_state_dict(position)
-        next_lr = lr_multiplier(self.scheduler.last_epoch, self.cfg.schedule, schedule)
+        next_lr = lr_multiplier(self.scheduler.last_epoch, self.config.training.schedule, schedule)
         for group in self.optimizer.param_groups:
             group["lr"] = group["initial_lr"] * next_lr
         self.progress.record_plan(schedule, first=False)
@@ -333,7 +316,7 @@ class Trainer:
             group: list[Batch] = []
             for batch in loader:
                 group.append(batch)
-                if len(group) == self.cfg.accumulation_steps:
+                if len(group) == self.config.training.accumulation_steps:
                     self.progress.batch_in_epoch += len(group)
                     yield group
                     group = []
@@ -351,7 +334,7 @@ class Trainer:
                 f"step {progress.step}: non-finite loss or gradient norm (loss {stats.loss}, "
                 f"grad norm {stats.grad_norm}); update skipped"
             )
-        if progress.nonfinite_in_a_row >= self.cfg.max_nonfinite:
+        if progress.nonfinite_in_a_row >= self.config.training.max_nonfinite:
             raise TrainingError(
                 f"{progress.nonfinite_in_a_row} non-finite updates in a row at step "
                 f"{progress.step}: lower training.lr, raise training.warmup_steps, or use "
@@ -372,7 +355,7 @@ class Trainer:
         )
         logger.info("%s", line)
         if improved:
-            self.save("best.pt", metrics)
+            self.save(self.run_dir.best, metrics)
 
     @property
     def selection_metric(self) -> str:
@@ -382,9 +365,9 @@ class Trainer:
         return "bleu" if corpus is None else corpus_metric(corpus, "bleu")
 
     def _early_stop(self, stop: bool) -> bool:
-        exhausted = out_of_patience(self.progress, self.cfg)
+        exhausted = out_of_patience(self.progress, self.config.training)
         if exhausted and self.dist.is_main:
-            patience = self.cfg.patience
+            patience = self.config.training.patience
             logger.info("early stopping: no dev BLEU improvement in %d evaluations", patience)
         return self.dist.any(stop or exhausted)
 
@@ -395,9 +378,9 @@ class Trainer:
         optimizer = self.optimizer.state_dict()
         return {**self.snapshot_state(), "optimizer": optimizer, "metrics": metrics or {}}
 
-    def save(self, name: str, metrics: dict[str, float] | None = None) -> None:
+    def save(self, path: Path, metrics: dict[str, float] | None = None) -> None:
         if self.dist.is_main:
-            save_checkpoint(self.run_dir / name, self.state(metrics))
+            save_checkpoint(path, self.state(metrics))
 
     def snapshot_state(self) -> dict[str, Any]:
         """A snapshot: the weights with the run's config (its `model`, the plan's), and where the
@@ -418,21 +401,24 @@ class Trainer:
     def _snapshot(self, step: int) -> None:
         """A snapshot, for averaging, naming the one before it so that a gap shows; the oldest
         beyond `keep_snapshots` are deleted."""
-        if self.cfg.keep_snapshots == 0:
+        keep = self.config.training.keep_snapshots
+        if keep == 0:
             return
         previous, self.progress.last_snapshot = self.progress.last_snapshot, step
         if not self.dist.is_main:
             return
         state = {**self.snapshot_state(), "previous_snapshot": previous}
-        save_checkpoint(snapshot_path(self.run_dir, step), state)
-        for old in snapshot_paths(self.run_dir)[: -self.cfg.keep_snapshots]:
+        save_checkpoint(self.run_dir.snapshot(step), state)
+        for old in self.run_dir.snapshot_paths()[:-keep]:
             old.unlink()
 
     def resume(self) -> None:
         """Continue from `last.pt`, or where it is gone, under `training.resume_from=snapshot`,
-        from the newest snapshot (`resume.py`); the plan is the one it stored (`planner.py` read
+        from the newest snapshot (`resume.py`); the plan is the one it stored (the planner read
         it). Neither: a new run."""
-        saved = load_saved(self.run_dir, self.cfg, self.model, self.data)
+        training = self.config.training
+        saved = saved_or_read(self.saved, self.run_dir, training)
+        self.saved = NOT_READ  # a second `fit` reads what the first one wrote
         if saved is None:
             if self.parent is not None:
                 load_weights(self.model, self.parent.weights, str(self.parent.path))
@@ -442,13 +428,18 @@ class Trainer:
                         self.parent,
                     )
             return
+        check_compatible(
+            saved.state, self.model.cfg, self.data.src_tok, self.data.tgt_tok, saved.path
+        )
+        load_weights(self.model, saved.state["model"], str(saved.path))
+        check_stopping_settings(saved, training)
         self.lineage = saved.state.get("parent", self.lineage)
-        self.progress = saved.run.progress
-        self.progress.finished = saved.run.finished  # also for files from before the flag
+        # A copy, finished also where the flag is unset but no step of the schedule is left.
+        self.progress = replace(saved.progress, finished=saved.finished)
         self.scheduler.load_state_dict(saved.state["scheduler"])
         restore_optimizer(self.optimizer, self.scheduler, saved)
         precision = continued_precision(
-            self.cfg.precision, self.precision, saved.state.get("precision"), self.run_dir
+            training.precision, self.precision, saved.state.get("precision"), self.run_dir
         )
         if precision is not None:
             self.precision, self.scaler = precision, precision.grad_scaler()

@@ -16,11 +16,8 @@ from llm_from_scratch.checkpoint import (
     load_checkpoint,
     restore_for_inference,
 )
-from llm_from_scratch.training.averaging import (
-    average_checkpoints,
-    average_state_dicts,
-    snapshot_paths,
-)
+from llm_from_scratch.paths import RunDir
+from llm_from_scratch.training.averaging import average_checkpoints, average_state_dicts
 from llm_from_scratch.training.run import train_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +50,7 @@ def trained_run(copy_task, tmp_path_factory):
 
 
 def test_run_keeps_its_newest_snapshots_and_writes_their_average(trained_run):
-    paths = snapshot_paths(trained_run)
+    paths = RunDir(trained_run).snapshot_paths()
     assert [path.name for path in paths] == [f"step-{s:07d}.pt" for s in (6, 8, 10)]
     snapshots = [load_checkpoint(path)["model"] for path in paths]
     averaged = load_checkpoint(trained_run / "averaged.pt")
@@ -75,12 +72,12 @@ def test_average_records_its_step_and_dev_scores(trained_run):
 
 
 def test_averaging_refuses_checkpoints_of_other_models(trained_run, tmp_path):
-    other = load_checkpoint(snapshot_paths(trained_run)[0])
+    other = load_checkpoint(RunDir(trained_run).snapshot_paths()[0])
     other["config"]["model"]["d_ff"] += 1
     torch.save(other, tmp_path / "other.pt")
     with pytest.raises(CheckpointError, match="other model settings"):
         average_checkpoints(
-            [tmp_path / "other.pt", snapshot_paths(trained_run)[1]], tmp_path / "a.pt"
+            [tmp_path / "other.pt", RunDir(trained_run).snapshot_paths()[1]], tmp_path / "a.pt"
         )
 
 
@@ -94,7 +91,7 @@ def test_script_averages_a_run_and_reports_bad_input(trained_run, tmp_path):
     )  # fmt: skip
     assert "averaged 2 checkpoints" in done.stdout
     expected = average_state_dicts(
-        [load_checkpoint(p)["model"] for p in snapshot_paths(trained_run)[-2:]]
+        [load_checkpoint(p)["model"] for p in RunDir(trained_run).snapshot_paths()[-2:]]
     )
     saved = load_checkpoint(output)["model"]
     assert all(torch.equal(saved[k], expected[k]) for k in expected)

@@ -11,8 +11,14 @@ import torch
 from llm_from_scratch.checkpoint import load_checkpoint, restore_for_inference
 from llm_from_scratch.data.datamodule import build_data
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.training import planner as planner_module
-from llm_from_scratch.training.budget import (
+from llm_from_scratch.paths import RunDir
+from llm_from_scratch.training.budget import planner as planner_module
+from llm_from_scratch.training.budget.recipe import (
+    describe_recipe,
+    recipe_plan,
+    recipe_tokenizers,
+)
+from llm_from_scratch.training.budget.schedule import (
     PROBE_WARMUP,
     SAFETY_MARGIN,
     Costs,
@@ -24,12 +30,12 @@ from llm_from_scratch.training.budget import (
     run_seconds,
     slower_clock,
 )
+from llm_from_scratch.training.budget.timing import RunTiming
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
+from llm_from_scratch.training.finished import finished_run
 from llm_from_scratch.training.optim import lr_multiplier
-from llm_from_scratch.training.recipe import describe_recipe, recipe_plan, recipe_tokenizers
+from llm_from_scratch.training.resume import FinishedRunError
 from llm_from_scratch.training.run import recipe_config
-from llm_from_scratch.training.run_dir import FinishedRunError, finished_run
-from llm_from_scratch.training.stats import RunTiming
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import Validator
@@ -242,7 +248,7 @@ def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path
     schedule = trainer.schedule
     assert 1 < schedule.steps < 60 and trainer.progress.step == schedule.steps
     assert f"planned {schedule.steps} of 60 steps" in caplog.text
-    assert schedule.overrides(trainer.cfg) in caplog.text
+    assert schedule.overrides(trainer.config.training) in caplog.text
     assert trainer.scheduler.get_last_lr()[0] == 0.0  # the schedule ended at the planned step
     assert load_checkpoint(tmp_path / "budget" / "last.pt")["progress"]["planned_steps"] == (
         schedule.steps
@@ -472,7 +478,7 @@ def test_the_run_plans_again_at_the_warmups_end_from_its_own_steps(
     trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=clock)
     with caplog.at_level("INFO"):
         trainer.fit()
-    first = Schedule.of(trainer.cfg, int(caplog.text.split("planned ")[1].split()[0]))
+    first = Schedule.of(trainer.config.training, int(caplog.text.split("planned ")[1].split()[0]))
     schedule = trainer.schedule
     assert (schedule.steps > first.steps) == longer and schedule.steps != first.steps
     assert schedule.warmup_steps == first.warmup_steps  # the steps taken stay the new plan's
@@ -637,11 +643,11 @@ def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
         model = restore_for_inference(state)[0]  # what translate.py and serve.py build
         assert layer_counts(model) == (2, 3)
     # Running the finished command again is this run, not another one with another model.
-    assert finished_run(tmp_path, cfg).step == 6
+    assert finished_run(RunDir(tmp_path), cfg).step == 6
     # The same command without the short recipe describes another run.
     default_recipe = dataclasses.replace(cfg.training, short_run=None)
     with pytest.raises(FinishedRunError, match=r"model\.n_decoder_layers: 3 != 1"):
-        finished_run(tmp_path, dataclasses.replace(cfg, training=default_recipe))
+        finished_run(RunDir(tmp_path), dataclasses.replace(cfg, training=default_recipe))
 
 
 @pytest.mark.slow

@@ -36,7 +36,7 @@ def test_an_update_on_cuda_has_the_cpus_loss_and_gradient(copy_task, tmp_path, c
     on_cuda = trainer_on(
         config, data, tmp_path / "cuda", device="cuda", precision="fp32", compile=compile_model
     )
-    assert on_cuda.cfg.compiles(on_cuda.device) == (compile_model == "true")
+    assert on_cuda.config.training.compiles(on_cuda.device) == (compile_model == "true")
     expected, got = on_cpu.update(batch), on_cuda.update(batch)
     assert got.loss == pytest.approx(expected.loss, rel=1e-4)
     assert got.grad_norm == pytest.approx(expected.grad_norm, rel=1e-3)

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.average_checkpoints import main as average_main
-from llm_from_scratch.training.averaging import snapshot_path, snapshot_paths
-from llm_from_scratch.training.run_dir import OrphanedRunError, finished_run, resume_path
+from llm_from_scratch.training.finished import finished_run
+from llm_from_scratch.training.resume import OrphanedRunError, resume_path
 from llm_from_scratch.training.trainer import Trainer
 from tests.training.test_run_dir import state_of
 from tests.training.test_trainer import Run, crashing_after_step, fp32
@@ -57,19 +58,19 @@ def test_a_run_without_last_pt_is_refused_and_keeps_every_file(copied):
         "exactly, the uninterrupted one)"
     )
     with pytest.raises(OrphanedRunError) as error:
-        finished_run(run_dir, config)  # what the train program asks first
+        finished_run(RunDir(run_dir), config)  # what the train program asks first
     assert str(error.value) == expected
     with pytest.raises(OrphanedRunError):
         Run(config, data).fit()  # the Python API too
     assert state_of(run_dir) == before
 
-    for path in snapshot_paths(run_dir):
+    for path in RunDir(run_dir).snapshot_paths():
         path.unlink()
     for name in ("best.pt", "averaged.pt"):
         with pytest.raises(OrphanedRunError, match=r"and no snapshot to continue from"):
             Run(resuming_from_snapshot(config), data).fit()
         (run_dir / name).unlink()
-    assert resume_path(run_dir, config.training) is None  # nothing left: a new run
+    assert resume_path(RunDir(run_dir), config.training) is None  # nothing left: a new run
 
 
 def test_a_finished_run_without_last_pt_is_still_finished_from_its_snapshot(copied):
@@ -77,7 +78,7 @@ def test_a_finished_run_without_last_pt_is_still_finished_from_its_snapshot(copi
     (run_dir / "last.pt").unlink()
     before = state_of(run_dir)
     config = resuming_from_snapshot(config)
-    run = finished_run(run_dir, config)
+    run = finished_run(RunDir(run_dir), config)
     assert (run.step, run.model) == (4, run_dir / "averaged.pt")
     assert Run(config, data).fit() == {}
     assert state_of(run_dir) == before
@@ -95,7 +96,7 @@ def test_resume_from_snapshot_restores_all_but_the_optimizer(copy_task, tmp_path
 
     trainer = Trainer(resuming_from_snapshot(config), data)
     trainer.resume()
-    snapshot = load_checkpoint(snapshot_path(run_dir, 4))
+    snapshot = load_checkpoint(RunDir(run_dir).snapshot(4))
     for key, value in trainer.model.state_dict().items():
         assert torch.equal(value, snapshot["model"][key]), key
     assert dataclasses.asdict(trainer.progress) == last["progress"]
@@ -108,7 +109,7 @@ def test_resume_from_snapshot_restores_all_but_the_optimizer(copy_task, tmp_path
     resumed = Trainer(resuming_from_snapshot(config), data)
     resumed.fit()
     assert resumed.progress.step == 8
-    assert [path.name for path in snapshot_paths(run_dir)] == [
+    assert [path.name for path in RunDir(run_dir).snapshot_paths()] == [
         f"step-{step:07d}.pt" for step in (4, 6, 8)
     ]
     assert load_checkpoint(run_dir / "last.pt")["progress"]["step"] == 8
@@ -117,14 +118,16 @@ def test_resume_from_snapshot_restores_all_but_the_optimizer(copy_task, tmp_path
 def test_averaged_pt_records_its_snapshots_and_their_steps(finished_dir):
     averaged = load_checkpoint(finished_dir / "averaged.pt")
     assert averaged["averaged_steps"] == [2, 4]
-    assert averaged["averaged_from"] == [str(path) for path in snapshot_paths(finished_dir)]
+    assert averaged["averaged_from"] == [
+        str(path) for path in RunDir(finished_dir).snapshot_paths()
+    ]
 
 
 @pytest.mark.parametrize("gone", [2, 4])
 def test_averaging_refuses_a_gap_unless_told(copied, gone, capsys):
     config, _, run_dir = copied
     (run_dir / "averaged.pt").unlink()
-    snapshot_path(run_dir, gone).unlink()
+    RunDir(run_dir).snapshot(gone).unlink()
     before = state_of(run_dir)
     with pytest.raises(CheckpointError) as error:
         average_main(["--run-dir", str(run_dir)])
@@ -133,7 +136,7 @@ def test_averaging_refuses_a_gap_unless_told(copied, gone, capsys):
         "averaging the 1 left is another average; pass --allow-gaps to average them anyway"
     )
     assert state_of(run_dir) == before
-    report = finished_run(run_dir, config).report("translate")
+    report = finished_run(RunDir(run_dir), config).report("translate")
     assert f"averaged.pt is missing, and so is the snapshot of step {gone} (deleted?)" in report
     assert "stopped" not in report
 
@@ -146,7 +149,7 @@ def test_averaging_refuses_a_gap_unless_told(copied, gone, capsys):
 def test_a_deleted_averaged_pt_alone_is_not_blamed_on_a_stop(copied):
     config, _, run_dir = copied
     (run_dir / "averaged.pt").unlink()
-    report = finished_run(run_dir, config).report("translate")
+    report = finished_run(RunDir(run_dir), config).report("translate")
     assert "averaged.pt is missing (deleted, or the run stopped before writing it)" in report
     assert average_main(["--run-dir", str(run_dir)]) == 0
     assert load_checkpoint(run_dir / "averaged.pt")["averaged_steps"] == [2, 4]

@@ -30,8 +30,8 @@ def parent_run(copy_task, tmp_path_factory):
     for _ in range(4):  # the loop's updates, without its validations (slow for a test)
         trainer.update(next(trainer.batches()))
         trainer.progress.step += 1
-    trainer.save("last.pt")
-    trainer.save("best.pt", {"bleu": 1.0})
+    trainer.save(trainer.run_dir.last)
+    trainer.save(trainer.run_dir.best, {"bleu": 1.0})
     return config, run_dir
 
 
@@ -156,7 +156,7 @@ def test_the_childs_checkpoints_record_their_parent_and_translate_shows_it(
     started, parent = with_parent(child(config, tmp_path / "child", run_dir / "best.pt"))
     trainer = Trainer(started, data, parent=parent)
     trainer.resume()
-    trainer.save("best.pt", {"bleu": 2.0})
+    trainer.save(trainer.run_dir.best, {"bleu": 2.0})
     state = load_checkpoint(tmp_path / "child" / "best.pt")
     assert state["parent"] == {"path": str(parent.path), "sha256": parent.sha256, "step": 4}
     summary = str(CheckpointSummary.of(state, "best.pt"))

@@ -16,16 +16,12 @@ import torch
 
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.data.datamodule import build_data
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.train import translate_command
-from llm_from_scratch.training.averaging import snapshot_path, snapshot_paths
 from llm_from_scratch.training.distributed import Distributed
-from llm_from_scratch.training.run_dir import (
-    FinishedRunError,
-    RunDirError,
-    claim,
-    discard_snapshots_after,
-    finished_run,
-)
+from llm_from_scratch.training.finished import finished_run
+from llm_from_scratch.training.lock import RunDirError, claim, discard_snapshots_after
+from llm_from_scratch.training.resume import FinishedRunError
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 from llm_from_scratch.training.trainer import Trainer
 from tests.training.test_trainer import Crash, Run, fp32
@@ -36,9 +32,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HOLD = """
 import sys, time
 from pathlib import Path
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.distributed import Distributed
-from llm_from_scratch.training.run_dir import claim
-with claim(Path(sys.argv[1]), Distributed()):
+from llm_from_scratch.training.lock import claim
+with claim(RunDir(Path(sys.argv[1])), Distributed()):
     print("holding", flush=True)
     time.sleep(600)
 """
@@ -83,16 +80,16 @@ def holder():
 @pytest.mark.slow
 def test_a_second_claim_names_the_holder_and_a_kill_9_leaves_no_stale_lock(tmp_path, holder):
     process = holder(tmp_path)
-    with pytest.raises(RunDirError) as error, claim(tmp_path, Distributed()):
+    with pytest.raises(RunDirError) as error, claim(RunDir(tmp_path), Distributed()):
         pass
     message = str(error.value)
     assert message.startswith(f"{tmp_path} is in use by another training run (pid {process.pid} ")
     assert "\n" not in message
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    with claim(tmp_path, Distributed()):  # the OS dropped the dead process's lock
+    with claim(RunDir(tmp_path), Distributed()):  # the OS dropped the dead process's lock
         assert f'"pid": {os.getpid()}' in (tmp_path / ".lock").read_text()
-    with claim(tmp_path, Distributed()):  # and a finished claim leaves none either
+    with claim(RunDir(tmp_path), Distributed()):  # and a finished claim leaves none either
         pass
 
 
@@ -104,19 +101,19 @@ def test_claiming_removes_what_killed_writes_left(tmp_path):
     kept = [tmp_path / "last.pt", snapshots / "step-0000010.pt", tmp_path / "train.log"]
     for path in leftovers + kept:
         path.write_text("x")
-    with claim(tmp_path, Distributed()):
+    with claim(RunDir(tmp_path), Distributed()):
         assert not any(path.exists() for path in leftovers)
         assert all(path.exists() for path in kept)
 
 
 def test_snapshots_newer_than_last_pt_are_discarded(tmp_path):
     for step in (5, 10, 15):
-        snapshot_path(tmp_path, step).parent.mkdir(exist_ok=True)
-        snapshot_path(tmp_path, step).write_text("x")
-    assert discard_snapshots_after(tmp_path, 10) == [snapshot_path(tmp_path, 15)]
-    assert snapshot_paths(tmp_path) == [snapshot_path(tmp_path, s) for s in (5, 10)]
-    discard_snapshots_after(tmp_path, 0)  # no last.pt: no snapshot belongs to the run
-    assert snapshot_paths(tmp_path) == []
+        RunDir(tmp_path).snapshot(step).parent.mkdir(exist_ok=True)
+        RunDir(tmp_path).snapshot(step).write_text("x")
+    assert discard_snapshots_after(RunDir(tmp_path), 10) == [RunDir(tmp_path).snapshot(15)]
+    assert RunDir(tmp_path).snapshot_paths() == [RunDir(tmp_path).snapshot(s) for s in (5, 10)]
+    discard_snapshots_after(RunDir(tmp_path), 0)  # no last.pt: no snapshot belongs to the run
+    assert RunDir(tmp_path).snapshot_paths() == []
 
 
 # ---- averaged.pt after a kill between a snapshot and last.pt -------------------------------------
@@ -149,7 +146,7 @@ def test_a_kill_between_the_snapshot_and_last_pt_averages_the_same_snapshots(
     Run(killed, data).fit()
 
     runs = [tmp_path / "straight", tmp_path / "killed"]
-    names = [[path.name for path in snapshot_paths(run)] for run in runs]
+    names = [[path.name for path in RunDir(run).snapshot_paths()] for run in runs]
     assert names[0] == names[1] == [f"step-{step:07d}.pt" for step in (6, 9, 12)]
     straight, resumed = (load_checkpoint(run / "averaged.pt")["model"] for run in runs)
     for key, value in straight.items():
@@ -171,7 +168,7 @@ def finished(copy_task, tmp_path_factory):
 
 def test_a_finished_run_is_told_with_its_model(finished):
     config, _, run_dir = finished
-    run = finished_run(run_dir, config)
+    run = finished_run(RunDir(run_dir), config)
     assert (run.step, run.reason, run.model) == (
         4,
         "it trained all its 4 steps",
@@ -182,10 +179,10 @@ def test_a_finished_run_is_told_with_its_model(finished):
     assert f"translate with: {translate_command(config, run.model)}" in report
     longer = dataclasses.replace(config.training, max_steps=8)
     with pytest.raises(FinishedRunError, match=r"training\.max_steps=8 \(it had 4\)"):
-        finished_run(run_dir, dataclasses.replace(config, training=longer))
+        finished_run(RunDir(run_dir), dataclasses.replace(config, training=longer))
     bigger = dataclasses.replace(config.model, d_ff=config.model.d_ff * 2)
     with pytest.raises(FinishedRunError, match=r"as another run .*: model\.d_ff: 64 != 128; use"):
-        finished_run(run_dir, dataclasses.replace(config, model=bigger))
+        finished_run(RunDir(run_dir), dataclasses.replace(config, model=bigger))
 
 
 def test_fitting_a_finished_run_again_changes_nothing(finished):
@@ -212,9 +209,9 @@ def test_a_finished_run_is_not_continued_under_a_larger_max_steps(finished):
 
 def test_a_snapshot_copied_over_last_pt_is_not_a_training_checkpoint(finished, tmp_path):
     config, _, run_dir = finished
-    (tmp_path / "last.pt").write_bytes(snapshot_paths(run_dir)[-1].read_bytes())
+    (tmp_path / "last.pt").write_bytes(RunDir(run_dir).snapshot_paths()[-1].read_bytes())
     with pytest.raises(CheckpointError, match=r"last\.pt is not a training checkpoint \(it lacks"):
-        finished_run(tmp_path, config)
+        finished_run(RunDir(tmp_path), config)
 
 
 def test_resuming_with_another_vocabulary_is_one_line(finished):

@@ -14,8 +14,8 @@ import torch
 
 from llm_from_scratch import precision as precision_module
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.training.averaging import snapshot_paths
 from llm_from_scratch.training.run import train_run
 from llm_from_scratch.training.trainer import Trainer, TrainingError
 from tests.decoding.builders import MISFIT_MESSAGES, misfit_weights
@@ -200,7 +200,7 @@ def test_a_weights_only_file_as_last_pt_is_refused_on_resume(copy_task, tmp_path
     config, data, _ = copy_task
     cfg = fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2, keep_snapshots=1)
     Trainer(cfg, data).fit()
-    (snapshot,) = snapshot_paths(tmp_path)
+    (snapshot,) = RunDir(tmp_path).snapshot_paths()
     shutil.copyfile(snapshot, tmp_path / "last.pt")  # e.g. to "continue from" a snapshot
     with pytest.raises(CheckpointError, match=r"last\.pt is not a training checkpoint") as error:
         Trainer(fp32(config, tmp_path, max_steps=4), data).fit()

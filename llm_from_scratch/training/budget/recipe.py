@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.tokenizer.config import TokenizerConfig
-from llm_from_scratch.training.budget import Schedule
+from llm_from_scratch.training.budget.schedule import Schedule
 from llm_from_scratch.training.config import TrainConfig
 
 

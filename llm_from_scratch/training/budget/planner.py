@@ -1,7 +1,7 @@
 """Plan, then train: the `Plan` a run trains, fixed before its `Trainer` is built.
 
 A step-budget run trains `training.max_steps` steps of its recipe (`recipe.py`). A resumed run
-keeps the plan its `last.pt` stored. Under a time budget (`training.max_time`, see `budget.py`)
+keeps the plan its `last.pt` stored. Under a time budget (`training.max_time`, see `schedule.py`)
 the planner times a few updates, a validation and a save of a throw-away trainer of each recipe
 it weighs, picks the recipe and step count, and hands the trainer its `replan`: at the warm-up's
 end, the step count again from the run's own steps.
@@ -16,7 +16,8 @@ from dataclasses import replace
 
 from llm_from_scratch.checkpoint import save_checkpoint
 from llm_from_scratch.data.datamodule import DataModule
-from llm_from_scratch.training.budget import (
+from llm_from_scratch.training.budget.recipe import Plan, describe_recipe, recipe_plan
+from llm_from_scratch.training.budget.schedule import (
     Costs,
     Deadline,
     Schedule,
@@ -27,7 +28,6 @@ from llm_from_scratch.training.budget import (
 )
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
-from llm_from_scratch.training.recipe import Plan, describe_recipe, recipe_plan
 from llm_from_scratch.training.state import Progress
 from llm_from_scratch.training.trainer import Trainer
 
@@ -159,7 +159,7 @@ class BudgetPlanner:
         trainer = Trainer(self.config, self.data, trial, self.dist, clock=self.clock)
         validator = trainer.validator()
         batches = trainer.batches()
-        probe_file = trainer.run_dir / ".budget-probe.pt"
+        probe_file = trainer.run_dir.budget_probe
 
         def run_step() -> int:
             group = next(batches)

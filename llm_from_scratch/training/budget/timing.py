@@ -1,0 +1,112 @@
+"""The time budget while the run trains: its own step time (`RunTiming`), the re-plan at the
+warm-up's end, and the deadline that a validation may not push the run past (`RunBudget`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from llm_from_scratch.training.budget.schedule import (
+    MIN_TIMED_STEPS,
+    PROBE_WARMUP,
+    Deadline,
+    Schedule,
+)
+
+logger = logging.getLogger(__name__)
+
+# The re-plan at the warm-up's end: (schedule, steps done, steps timed, the seconds and tokens
+# of those) -> schedule.
+Replan = Callable[[Schedule, int, int, float, int], Schedule]
+
+
+@dataclass
+class RunTiming:
+    """The run's own updates since `from_step`, for the re-plan: the first ones, which allocate
+    memory and pick kernels, are left out as the probe leaves its first ones out."""
+
+    from_step: int
+    start: float | None = None
+    steps: int = 0
+    paused: float = 0.0  # seconds of validations and saves, which the re-plan prices apart
+    tokens: int = 0  # trained on
+    _mark: tuple[int, float, float] | None = None  # steps, time and pauses at `recent_step`
+
+    def add(self, step: int, now: float, tokens: int) -> None:
+        if step == self.from_step:
+            self.start = now
+        elif step > self.from_step:
+            self.steps += 1
+            self.tokens += tokens
+
+    def pause(self, seconds: float) -> None:
+        if self.start is not None:
+            self.paused += seconds
+
+    def recent_step(self, now: float) -> float | None:
+        """Seconds an update took, pauses left out, since the last call (the first: since the
+        timing started); None before two updates are timed."""
+        if self.start is None or self.steps < 2:
+            return None
+        steps, since, paused = self._mark or (0, self.start, 0.0)
+        if self.steps == steps:
+            return None
+        self._mark = (self.steps, now, self.paused)
+        return (now - since - (self.paused - paused)) / (self.steps - steps)
+
+
+class RunBudget:
+    """What a time budget asks of a run while it trains, from the run's own updates after
+    `from_step` (the first `PROBE_WARMUP` of them left out, as the probe leaves its first out).
+    `replan`: the planner's re-plan at the warm-up's end; `deadline`: the budget's end;
+    `early_stopping`: validations steer the run (`training.patience`), so none is skipped."""
+
+    def __init__(
+        self,
+        replan: Replan | None,
+        deadline: Deadline | None,
+        early_stopping: bool,
+        from_step: int,
+    ) -> None:
+        self.replan = replan
+        self.deadline = deadline
+        self.early_stopping = early_stopping
+        self.timing = RunTiming(from_step + PROBE_WARMUP)
+
+    def replan_due(self, step: int, schedule: Schedule) -> bool:
+        return self.replan is not None and step == schedule.warmup_steps
+
+    def replanned(self, schedule: Schedule, done: int, now: float) -> Schedule:
+        """The re-plan after `done` steps of `schedule`: the step count only; the warm-up, whose
+        learning rates the steps taken had in either plan, stays. A warm-up too short to time
+        after the first, slower, updates keeps the probe's plan."""
+        assert self.replan is not None
+        replan, self.replan = self.replan, None
+        timing = self.timing
+        if timing.start is None or timing.steps < MIN_TIMED_STEPS:
+            return schedule
+        seconds = now - timing.start - timing.paused
+        return replan(schedule, done, timing.steps, seconds, timing.tokens)
+
+    def validation_fits(self, now: float, schedule: Schedule, step: int) -> bool:
+        """Whether the validation due now leaves the rest of the run its time, at the step time
+        since the last one; after the re-plan (which fits the steps to the time before it) and
+        without early stopping, a validation that does not is skipped."""
+        step_seconds = self.timing.recent_step(now)  # at every validation: it times from the last
+        if (
+            self.deadline is None
+            or self.replan is not None
+            or self.early_stopping
+            or step_seconds is None
+        ):
+            return True
+        if self.deadline.fits_validation(now, schedule, step, step_seconds):
+            return True
+        logger.info(
+            "step %d: validation skipped to keep the time budget (%.2f s an update since the last "
+            "one; the run and its final scoring need the time left)",
+            step,
+            step_seconds,
+        )
+        return False

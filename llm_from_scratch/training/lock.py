@@ -1,0 +1,115 @@
+"""One run per directory: the lock a run holds on it, and the clean-up only the holder may do.
+
+- `claim`: an OS lock (flock) on `RunDir.lock`, held for the whole run. The OS releases it when
+  the process ends, however it ends, so a `kill -9` leaves no stale lock; the file stays, naming
+  its last holder. Under torchrun, rank 0 holds it for the job.
+- Once the lock is held, the temporary files of writes that a kill interrupted are deleted
+  (`remove_leftovers`), and so are snapshots newer than `last.pt` (`discard_snapshots_after`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from llm_from_scratch.atomic import temporary_files
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.paths import RunDir, snapshot_step
+from llm_from_scratch.training.distributed import Distributed
+
+logger = logging.getLogger(__name__)
+
+NEW_RUN = "use another name (name=... or paths.run_dir=...) to start a new run"
+
+
+class RunDirError(UserError):
+    """The run directory is in use by another run, or cannot be locked."""
+
+
+@contextmanager
+def claim(run_dir: RunDir, dist: Distributed) -> Iterator[None]:
+    """Own `run_dir` for the block: lock it (rank 0, for the whole job), then delete what killed
+    writes left there. Every rank raises `RunDirError` when another run holds it."""
+    with ExitStack() as stack:
+        refusal = None
+        if dist.is_main:
+            try:
+                stack.enter_context(_locked(run_dir))
+            except RunDirError as error:
+                refusal = error
+        if dist.any(refusal is not None):
+            raise refusal or RunDirError(
+                f"{run_dir.root} is in use by another run (rank 0 says who)"
+            )
+        if dist.is_main:
+            remove_leftovers(run_dir)
+        yield
+
+
+@contextmanager
+def _locked(run_dir: RunDir) -> Iterator[None]:
+    run_dir.root.mkdir(parents=True, exist_ok=True)
+    path = run_dir.lock
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunDirError(
+                f"{run_dir.root} is in use by another training run ({_holder(descriptor)}): wait "
+                f"for it to end or stop it, or {NEW_RUN}"
+            ) from None
+        except OSError as error:
+            raise RunDirError(f"cannot lock {path}: {error.strerror}") from None
+        os.ftruncate(descriptor, 0)
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": _now()}
+        os.pwrite(descriptor, json.dumps(holder).encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # which releases the lock
+
+
+def _holder(descriptor: int) -> str:
+    try:
+        holder = json.loads(os.pread(descriptor, 4096, 0))
+        return f"pid {holder['pid']} on {holder['host']}, started {holder['started']}"
+    except (ValueError, KeyError, TypeError):  # it has the lock but has yet to write its name
+        return "a process that is starting"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def remove_leftovers(run_dir: RunDir) -> list[Path]:
+    """Delete the temporary files of killed writes in `run_dir` and its snapshots, and hidden
+    `.pt` files (scratch, such as `RunDir.budget_probe`). Only the lock's holder may: another
+    run's temporary files would be files it is writing."""
+    leftovers: set[Path] = set()
+    for directory in (run_dir.root, run_dir.snapshots):
+        leftovers.update(temporary_files(directory))
+        leftovers.update(path for path in directory.glob(".*.pt") if path.is_file())
+    for path in sorted(leftovers):
+        path.unlink(missing_ok=True)
+        logger.info("removed %s, left by a write that was killed", path)
+    return sorted(leftovers)
+
+
+def discard_snapshots_after(run_dir: RunDir, step: int) -> list[Path]:
+    """Delete the snapshots of steps after `step`, the step `last.pt` holds (0: none).
+
+    A snapshot is written before its step's `last.pt`, so a run killed between the two leaves a
+    snapshot that the resumed run trains to again and rewrites; removing it first keeps even a
+    resumed run whose schedule was planned anew (no `last.pt` yet) from averaging a stray one."""
+    stray = [path for path in run_dir.snapshot_paths() if snapshot_step(path) > step]
+    for path in stray:
+        path.unlink()
+        logger.info("removed %s: it is newer than %s (step %d)", path, run_dir.last, step)
+    return stray
