@@ -41,8 +41,6 @@ from llm_from_scratch.data.corpus import (
     CORPUS_COLUMN,
     CorpusError,
     corpus_labels,
-    detokenize_ja,
-    is_segmented,
     load_split,
 )
 from llm_from_scratch.data.sources import fetch_data
@@ -98,6 +96,7 @@ from llm_from_scratch.programs.common import (
     register_schema,
 )
 from llm_from_scratch.schema import to_schema
+from llm_from_scratch.segmentation import detokenize_ja, is_segmented
 
 
 @dataclass
