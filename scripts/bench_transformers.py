@@ -36,6 +36,7 @@ from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.common import output_limits
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Candidate, Translation, Translator
+from llm_from_scratch.evaluation.scores import score, segmented_ja
 from llm_from_scratch.export.transformers_model import (
     Layout,
     export_to_transformers,
@@ -43,7 +44,6 @@ from llm_from_scratch.export.transformers_model import (
 )
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.common import exit_on_user_error
-from llm_from_scratch.programs.evaluate import score, segmented_ja
 from llm_from_scratch.schema import to_schema
 
 

@@ -23,6 +23,7 @@ from llm_from_scratch.decoding.lines import InputError, one_line
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.programs import evaluate as evaluate_cli
+from llm_from_scratch.programs.model_choice import load_translator
 from tests.decoding.builders import answering
 
 from .builders import save_tiny_checkpoint
@@ -515,8 +516,8 @@ def test_every_way_of_loading_a_placeholder_run_masks_its_numbers_and_names(toke
     translator = Translator.from_checkpoint(masked)
     assert translator.number_placeholders
     assert translator.with_decoding(dataclasses.replace(GREEDY, beam_size=2)).number_placeholders
-    config = evaluate_cli.load_config([f"checkpoint={masked}"])
-    assert evaluate_cli._load_translator(config, masked, {})[0].number_placeholders
+    args, _ = evaluate_cli.parse_args(["--checkpoint", str(masked)])
+    assert load_translator(masked, args, {}, source_style="raw")[0].number_placeholders
     names = save_tiny_checkpoint(tmp_path / "c.pt", tokenizer, ["data.name_placeholders=true"])
     assert not Translator.from_checkpoint(plain).name_placeholders
     assert Translator.from_checkpoint(names).with_decoding(GREEDY).name_placeholders
