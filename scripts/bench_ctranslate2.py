@@ -41,11 +41,11 @@ from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.conventions import TextConventions
 from llm_from_scratch.decoding.torch_engine import TorchModel
 from llm_from_scratch.decoding.translator import Translation, Translator
+from llm_from_scratch.evaluation.scores import score, segmented_ja
 from llm_from_scratch.export.ctranslate2_model import export_checkpoint, import_ctranslate2
 from llm_from_scratch.precision import select_precision
 from llm_from_scratch.programs.command import exit_on_user_error
 from llm_from_scratch.programs.common import compose_config
-from llm_from_scratch.programs.evaluate import score, segmented_ja
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.programs.train_tokenizer import load_or_train_tokenizers
 

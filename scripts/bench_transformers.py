@@ -37,6 +37,7 @@ from llm_from_scratch.decoding.common import output_limits
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.loading import decoding_settings, restore_models
 from llm_from_scratch.decoding.translator import Candidate, Translation, Translator
+from llm_from_scratch.evaluation.scores import score, segmented_ja
 from llm_from_scratch.export.transformers_model import (
     Layout,
     export_to_transformers,
@@ -44,7 +45,6 @@ from llm_from_scratch.export.transformers_model import (
 )
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.common import exit_on_user_error
-from llm_from_scratch.programs.evaluate import score, segmented_ja
 from llm_from_scratch.schema import to_schema
 
 

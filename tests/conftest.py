@@ -11,7 +11,6 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 # The programs register their config schemas in Hydra's ConfigStore when imported.
-import llm_from_scratch.programs.evaluate
 import llm_from_scratch.programs.prepare_data
 import llm_from_scratch.programs.train_tokenizer  # noqa: F401
 from llm_from_scratch.programs.train import TrainConfig

@@ -48,3 +48,24 @@ def test_translate_answers_before_importing_the_model(args, status):
         assert result.stderr.startswith("error: ")
     else:
         assert "usage: translate.py" in result.stdout
+
+
+@pytest.mark.parametrize("script", ["evaluate.py", "serve.py"])
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [(["--help"], 0), (["--bogus"], 2), (["checkpoint=x"], 2), (["decoding.beam_size"], 2)],
+)
+def test_the_other_model_programs_answer_before_importing_the_model(script, args, status):
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), f"scripts/{script}", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == status, result.stderr
+    assert result.stderr.splitlines()[-1] == "imported:"
+    if status:
+        assert result.stderr.startswith("error: ")
+    else:
+        assert f"usage: {script}" in result.stdout

@@ -13,8 +13,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from itertools import chain
 from pathlib import Path
@@ -36,11 +35,8 @@ from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.word_segmentation import detokenize_ja
 
-# Letters and digits of Latin script, full-width forms included: a space between two of them
-# separates words ("New York", "1 000") and survives detokenization.
-_LATIN = r"0-9A-Za-z\u00C0-\u024F\uFF10-\uFF19\uFF21-\uFF3A\uFF41-\uFF5A"
-_SEGMENTATION_SPACE = re.compile(rf"(?<![{_LATIN}]) +| +(?![{_LATIN}])")
 # The compressed formats read by file extension, with the module that opens each.
 _OPENERS: dict[str, Callable[..., IO[bytes]]] = {
     ".gz": gzip.open,
@@ -58,18 +54,6 @@ GROUP = "group"
 
 class CorpusError(UserError):
     """A corpus file is missing, malformed, or misaligned with its other side."""
-
-
-def detokenize_ja(text: str) -> str:
-    """Undo word segmentation: `彼 は 12 歳 だ 。` → `彼は12歳だ。`, keeping `New York`."""
-    return _SEGMENTATION_SPACE.sub("", text.strip())
-
-
-def is_segmented(texts: Sequence[str]) -> bool:
-    """Whether Japanese `texts` are word-segmented: most of them have a space that
-    `detokenize_ja` would remove. Raw Japanese has such spaces rarely, if ever."""
-    segmented = sum(detokenize_ja(text) != text.strip() for text in texts)
-    return segmented > len(texts) / 2
 
 
 def corpus_labels(pairs: datasets.Dataset, name: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""The contents of an evaluation's `metrics.json`, and writing it with the hypotheses."""
+"""The contents of an evaluation's `metrics.json`, writing it with the hypotheses, and the
+summary of it a user reads."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from llm_from_scratch.atomic import atomic_writer
-from llm_from_scratch.evaluation.fidelity import has_loop
+from llm_from_scratch.evaluation.fidelity import (
+    LOOP_NGRAM,
+    LOOP_TIMES,
+    STUTTER_TIMES,
+    STUTTER_UNIT_WORDS,
+    has_loop,
+)
 from llm_from_scratch.evaluation.metrics import bleu, bleu_tokenizer
 
 # Upper bounds (inclusive) of the source-length buckets, in whitespace-separated source words:
@@ -58,3 +65,39 @@ def write_evaluation(output_dir: Path, hypotheses: Sequence[str], metrics: dict[
         file.write("".join(f"{line}\n" for line in hypotheses).encode("utf-8"))
     with atomic_writer(output_dir / "metrics.json") as file:
         file.write(json.dumps(metrics, ensure_ascii=False, indent=2).encode("utf-8") + b"\n")
+
+
+def summary(metrics: dict[str, Any]) -> str:
+    """The scores of `metrics` in lines a user reads, the sacreBLEU signatures included, with one
+    line per corpus of a split of several."""
+    lines = [
+        f"{metrics['dataset']} {metrics['split']} ({metrics['direction']}): "
+        f"{metrics['sentences']} sentences",
+        f"BLEU  {metrics['bleu']:.2f}  {metrics['bleu_signature']}",
+        f"chrF  {metrics['chrf']:.2f}  {metrics['chrf_signature']}",
+        f"char BLEU  {metrics['char_bleu']:.2f}  {metrics['char_bleu_signature']}",
+    ]
+    if "bleu_segmented" in metrics:
+        lines.append(
+            f"BLEU on the corpus segmentation (tokenize=none)  {metrics['bleu_segmented']:.2f}"
+        )
+    lines += [
+        f"{metrics['sentences_per_second']:.1f} sentences/s; {metrics['hit_max_len']} hit max_len; "
+        f"{metrics[f'repeated_{REPEAT_NGRAM}gram']} with a repeated {REPEAT_NGRAM}-gram",
+        f"numbers kept: {_numbers_kept(metrics)}; {metrics['loops']} outputs loop where the "
+        f"source does not (1 to {STUTTER_UNIT_WORDS} words {STUTTER_TIMES} times in a row, or a "
+        f"{LOOP_NGRAM}-gram {LOOP_TIMES} times)",
+    ]
+    for corpus, scores in metrics.get("corpora", {}).items():
+        lines.append(
+            f"  {corpus}: {scores['sentences']} sentences, BLEU {scores['bleu']:.2f}, "
+            f"chrF {scores['chrf']:.2f}, numbers kept {_numbers_kept(scores)}"
+        )
+    return "\n".join(lines)
+
+
+def _numbers_kept(metrics: dict[str, Any]) -> str:
+    fidelity = metrics["number_fidelity"]
+    if fidelity["share"] is None:
+        return "no numbers in the sources"
+    return f"{100 * fidelity['share']:.1f}% ({fidelity['kept']} of {fidelity['source_numbers']})"

@@ -25,7 +25,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from llm_from_scratch.checkpoint import run_model
 from llm_from_scratch.export import transformers_model
 from llm_from_scratch.export.ctranslate2_model import (
     EXPORT_DIR,
@@ -36,8 +35,9 @@ from llm_from_scratch.export.ctranslate2_model import (
 )
 from llm_from_scratch.export.hub import push_to_hub
 from llm_from_scratch.paths import PathsConfig
-from llm_from_scratch.programs.arguments import DEFAULT_RUN, Parser, parser_from_doc
+from llm_from_scratch.programs.arguments import Parser
 from llm_from_scratch.programs.command import run_main
+from llm_from_scratch.programs.model_choice import DEFAULT_RUN, model_file
 
 FORMATS = ("ctranslate2", "transformers")
 EXPORT_DIRS = {"ctranslate2": EXPORT_DIR, "transformers": transformers_model.EXPORT_DIR}
@@ -48,7 +48,7 @@ RUN_EXPORT_DIRS = {
 
 
 def main(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(argv)
+    args, _ = _parser().parse(argv)
     if args.ensemble:
         raise ExportError(
             "an ensemble cannot be exported: an exported model is one Transformer "
@@ -60,7 +60,7 @@ def main(argv: Sequence[str]) -> int:
     if args.push_to_hub and not transformers:
         raise ExportError("--push-to-hub uploads a transformers export: add --format transformers")
     runs_dir = PathsConfig().runs_dir
-    checkpoint = Path(args.checkpoint) if args.checkpoint else run_model(runs_dir, args.run)
+    checkpoint = model_file(args, runs_dir)
     if args.output:
         output = Path(args.output)
     elif args.checkpoint:
@@ -93,7 +93,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parser() -> Parser:
-    parser = parser_from_doc(Parser, "export.py", __doc__)
+    parser = Parser("export.py", __doc__)
     choice = parser.add_mutually_exclusive_group()
     choice.add_argument(
         "--run",

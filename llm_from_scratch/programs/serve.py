@@ -19,70 +19,57 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.programs.arguments import (
-    Parser,
-    UsageError,
-    add_model_arguments,
-    override,
-    parser_from_doc,
-    refuse_flag_key,
-    refuse_unknown_option,
-)
+from llm_from_scratch.programs.arguments import Parser
 from llm_from_scratch.programs.command import run_main
-from llm_from_scratch.programs.translate import load_translator
+from llm_from_scratch.programs.model_choice import (
+    add_model_arguments,
+    decoding_overrides,
+    load_translator,
+    model_file,
+)
 from llm_from_scratch.schema import with_overrides
 from llm_from_scratch.serving.config import ServingConfig
-from llm_from_scratch.serving.service import TranslationService
-
-GROUPS = ("serving", "decoding")  # the config groups KEY=VALUE may set
 
 
 def main(argv: Sequence[str]) -> int:
     args, settings = parse_args(argv)
-    limits = serving_config(settings["serving"])
+    limits = serving_config(settings)
     try:  # the `serve` extra: checked before the model loads, which takes a while
         import uvicorn
 
         from llm_from_scratch.serving.api import create_app
+        from llm_from_scratch.serving.service import TranslationService
     except ModuleNotFoundError as missing:
         raise UserError(
             f"the server needs {missing.name}: install the serve extra (`make setup`, or "
             "`pip install -e '.[serve]'`)"
         ) from None
+    model, decoding = model_file(args), decoding_overrides(args, settings)
     decoder = None  # CTranslate2 decodes on its own threads, whichever thread calls it
     if args.engine == "torch":
         # All of torch's work on one thread, the model's loading (and precision probe) and every
         # decoding: torch decodes several times slower on a thread other than the one that ran
         # it first, whose OpenMP threads then compete with the second's (docs/serving.md).
         decoder = ThreadPoolExecutor(1, thread_name_prefix="decode")
-        translator = decoder.submit(load_translator, args, settings["decoding"]).result()
+        translator, _ = decoder.submit(load_translator, model, args, decoding).result()
     else:
-        translator = load_translator(args, settings["decoding"])
+        translator, _ = load_translator(model, args, decoding)
     service = TranslationService(translator, run=None if args.checkpoint else args.run)
     app = create_app(service, limits, decoder)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
 
-def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[str, str]]]:
-    """The flags, and the KEY=VALUE settings as {group: {key: value}}."""
-    parser = _parser()
-    args, unknown = parser.parse_known_intermixed_args(argv)
-    for arg in unknown:
-        refuse_unknown_option(arg, parser.prog)
-    settings: dict[str, dict[str, str]] = {group: {} for group in GROUPS}
-    for arg in args.settings:
-        refuse_flag_key(arg)
-        parsed = override(arg)
-        group, _, key = parsed[0].partition(".") if parsed else ("", "", "")
-        if not parsed or group not in GROUPS or not key:
-            raise UsageError(f"{arg!r} is not serving.KEY=VALUE or decoding.KEY=VALUE")
-        settings[group][key] = parsed[1]
-    return args, settings
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, str]]:
+    """The flags, and the `serving` and `decoding` settings."""
+    return _parser().parse(argv)
 
 
-def serving_config(overrides: dict[str, str]) -> ServingConfig:
-    """The defaults with `overrides` applied, converted to their types and validated."""
+def serving_config(settings: dict[str, str]) -> ServingConfig:
+    """The defaults with the `serving.KEY=VALUE` settings applied, converted to their types and
+    validated."""
+    prefix = "serving."
+    overrides = {k.removeprefix(prefix): v for k, v in settings.items() if k.startswith(prefix)}
     return with_overrides(ServingConfig(), overrides, "serving")
 
 
@@ -94,9 +81,9 @@ def _port(text: str) -> int:
 
 
 def _parser() -> Parser:
-    parser = parser_from_doc(Parser, "serve.py", __doc__)
+    parser = Parser("serve.py", __doc__, groups=["serving", "decoding"])
     parser.add_argument(
-        "settings",
+        "words",
         nargs="*",
         metavar="KEY=VALUE",
         help="serving.KEY=VALUE sets a limit of the server, decoding.KEY=VALUE a decoding key",

@@ -33,31 +33,27 @@ from typing import TYPE_CHECKING
 # at once. The model's modules (torch) are imported once the arguments are known.
 from llm_from_scratch.decoding.lines import BATCH_LINES, InputError
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.programs.arguments import (
-    Parser,
-    UsageError,
-    add_model_arguments,
-    override,
-    parser_from_doc,
-    positive_int,
-    refuse_flag_key,
-    refuse_unknown_option,
-)
+from llm_from_scratch.programs.arguments import Parser, UsageError, positive_int
 from llm_from_scratch.programs.command import run_main
+from llm_from_scratch.programs.model_choice import (
+    add_model_arguments,
+    decoding_overrides,
+    load_translator,
+    model_file,
+)
 from llm_from_scratch.programs.prompt import prompt_lines
 
 if TYPE_CHECKING:
     from llm_from_scratch.decoding.translator import Translation, Translator
 
-_DECODING_PREFIX = "decoding."
 LANGUAGE_NAMES = {"en": "English", "ja": "Japanese"}  # in the interactive prompt's greeting
 
 
 def main(argv: Sequence[str]) -> int:
-    args, decoding = parse_args(argv)
+    args, settings = parse_args(argv)
     if args.input is not None:
         check_input_file(args.input)  # before the model loads, which takes a while
-    translator = load_translator(args, decoding)
+    translator, _ = load_translator(model_file(args), args, decoding_overrides(args, settings))
     if isinstance(sys.stdout, io.TextIOWrapper):
         # Translations may be Japanese: write UTF-8 whatever the locale says.
         sys.stdout.reconfigure(encoding="utf-8", errors="replace")
@@ -82,62 +78,23 @@ def main(argv: Sequence[str]) -> int:
 
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, str]]:
-    """The flags, and the `decoding.KEY=VALUE` overrides as {KEY: VALUE}."""
-    parser = _parser()
-    args, unknown = parser.parse_known_intermixed_args(argv)
-    for arg in unknown:
-        refuse_unknown_option(arg, parser.prog)
-    texts, decoding = [], {}
-    for text in args.texts:
-        refuse_flag_key(text)
-        parsed = override(text)
-        if parsed and parsed[0].startswith(_DECODING_PREFIX):
-            decoding[parsed[0].removeprefix(_DECODING_PREFIX)] = parsed[1]
-        else:
-            texts += text.split("\n")  # an argument's lines are lines of the output too
+    """The flags, with the texts as lines, and the `decoding` settings."""
+    args, settings = _parser().parse(argv, texts=True)
+    texts = [line for text in args.words for line in text.split("\n")]  # lines of the output too
     if texts and args.input is not None:
         raise UsageError("give texts to translate or --input FILE, not both")
     args.texts = texts
-    return args, decoding
-
-
-def load_translator(args: argparse.Namespace, decoding: dict[str, str]) -> Translator:
-    """The translator the model flags (`add_model_arguments`, and `--nbest` where the program has
-    it) ask for; which checkpoints it loaded goes to stderr."""
-    from llm_from_scratch.decoding.translator import Translator
-    from llm_from_scratch.export.ctranslate2_model import run_export_dir
-    from llm_from_scratch.paths import PathsConfig
-
-    overrides = {"beam_size": args.beam, "nbest": getattr(args, "nbest", None), **decoding}
-    options = {
-        "device": args.device,
-        "ensemble": args.ensemble,
-        **{key: value for key, value in overrides.items() if value is not None},
-    }
-    if args.engine == "ctranslate2":
-        if args.ensemble:
-            raise UsageError("--engine ctranslate2 decodes one exported model, not an ensemble")
-        del options["ensemble"]
-        translator = Translator.from_export(
-            args.checkpoint or run_export_dir(PathsConfig().runs_dir, args.run), **options
-        )
-    elif args.checkpoint:
-        translator = Translator.from_checkpoint(args.checkpoint, **options)
-    else:
-        translator = Translator.from_run(args.run, **options)
-    for checkpoint in translator.checkpoints:
-        print(f"model: {checkpoint}", file=sys.stderr)
-    return translator
+    return args, settings
 
 
 def _parser() -> Parser:
-    parser = parser_from_doc(Parser, "translate.py", __doc__)
+    parser = Parser("translate.py", __doc__, groups=["decoding"])
     parser.add_argument(
-        "texts",
+        "words",
         nargs="*",
         metavar="TEXT",
         help="texts to translate, one output line per line of each; decoding.KEY=VALUE sets "
-        "a decoding key",
+        "a decoding key, decoding=PRESET those of configs/decoding/PRESET.yaml",
     )
     parser.add_argument(
         "--input", type=Path, metavar="FILE", help="file to translate, one output line per line"

@@ -39,6 +39,7 @@ from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.programs import evaluate as evaluate_cli
 from llm_from_scratch.programs import export as export_program
 from llm_from_scratch.programs import translate as translate_cli
+from llm_from_scratch.programs.model_choice import load_translator
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.serving.service import TranslationService
@@ -169,7 +170,7 @@ def test_translator_from_export_translates_alone(exported: Path, checkpoint: Pat
 
 
 def test_evaluate_reads_the_splits_sources_in_the_runs_style_already_with_either_engine(
-    model: Seq2SeqTransformer, tokenizer: BPETokenizer, tmp_path: Path
+    model: Seq2SeqTransformer, tokenizer: BPETokenizer, tmp_path: Path, monkeypatch
 ):
     """A split's sources are stored in the run's input style: styling them again would tokenize
     small_parallel_enja's English twice."""
@@ -183,10 +184,17 @@ def test_evaluate_reads_the_splits_sources_in_the_runs_style_already_with_either
     assert Translator.from_export(exported, device="cpu").conventions.source_style == (
         "lowercase_tokenized"
     )
+    styles = []
+
+    def loading_only(*args, **kwargs):
+        styles.append(load_translator(*args, **kwargs)[0].conventions.source_style)
+        raise KeyboardInterrupt  # the split is not read: the style is the point
+
+    monkeypatch.setattr(evaluate_cli, "load_translator", loading_only)
     for engine, path in (("torch", checkpoint), ("ctranslate2", exported)):
-        settings = evaluate_cli.load_config([f"checkpoint={path}", f"engine={engine}"])
-        translator = evaluate_cli._load_translator(settings, path, {})[0]
-        assert translator.conventions.source_style == "raw"
+        with pytest.raises(KeyboardInterrupt):
+            evaluate_cli.main(["--checkpoint", str(path), "--engine", engine, "--device", "cpu"])
+    assert styles == ["raw", "raw"]
 
 
 @pytest.mark.parametrize("repair", [True, False])

@@ -155,7 +155,7 @@ def test_help_describes_the_real_default_model(capsys):
         (["checkpoint=a.pt", "Hi."], "write `--checkpoint a.pt`, not `checkpoint=a.pt`"),
         (["beam=3", "Hi."], "write `--beam 3`, not `beam=3`"),
         (["--decoding.beam_size=3", "Hi."], "write `decoding.beam_size=3` without the dashes"),
-        (["--output_dir", "x", "Hi."], "unknown option --output_dir: the flag is --output-dir"),
+        (["--batch_lines", "2", "Hi."], "unknown option --batch_lines: the flag is --batch-lines"),
         (["--run", "a", "--checkpoint", "b.pt"], "not allowed with argument --run"),
         (["--beam", "0", "Hi."], "argument --beam: 0 must be at least 1"),
         (["--input", "a.txt", "Hi."], "texts to translate or --input FILE, not both"),

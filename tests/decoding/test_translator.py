@@ -21,6 +21,7 @@ from llm_from_scratch.decoding.lines import InputError, one_line
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.programs import evaluate as evaluate_cli
+from llm_from_scratch.programs.model_choice import load_translator
 from tests.decoding.builders import answering
 
 from .builders import save_tiny_checkpoint, torch_translator
@@ -475,8 +476,8 @@ def test_every_way_of_loading_a_placeholder_run_masks_its_numbers_and_names(toke
     assert translator.conventions.number_placeholders
     beam = translator.with_decoding(dataclasses.replace(GREEDY, beam_size=2))
     assert beam.conventions.number_placeholders
-    config = evaluate_cli.load_config([f"checkpoint={masked}"])
-    assert evaluate_cli._load_translator(config, masked, {})[0].conventions.number_placeholders
+    args, _ = evaluate_cli.parse_args(["--checkpoint", str(masked)])
+    assert load_translator(masked, args, {}, source_style="raw")[0].conventions.number_placeholders
     names = save_tiny_checkpoint(tmp_path / "c.pt", tokenizer, ["data.name_placeholders=true"])
     assert not Translator.from_checkpoint(plain).conventions.name_placeholders
     assert Translator.from_checkpoint(names).with_decoding(GREEDY).conventions.name_placeholders

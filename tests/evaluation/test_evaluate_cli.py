@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
+from llm_from_scratch.data import corpus
 from llm_from_scratch.data.corpus import CORPUS_COLUMN
-from llm_from_scratch.decoding.translator import Candidate, SentenceTranslation, Translation
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.evaluation.metrics import bleu, corpus_scores
+from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.programs import evaluate as evaluate_cli
 from llm_from_scratch.programs.arguments import UsageError
+from llm_from_scratch.programs.model_choice import decoding_overrides
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from tests.decoding.builders import save_tiny_checkpoint
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -30,65 +25,42 @@ def checkpoint(tmp_path_factory):
     return save_tiny_checkpoint(tmp_path_factory.mktemp("run") / "best.pt", tok)
 
 
-def translation(text: str, tokens: list[int], hit_max_len: bool = False) -> Translation:
-    return Translation([Candidate(text, -1.0, [SentenceTranslation(text, tokens, hit_max_len)])])
-
-
-def test_score_counts_max_len_and_repeats():
-    translations = [
-        translation("猫です。", [5, 6, 7, 8, 5, 6, 7, 8], hit_max_len=True),
-        translation("犬です。", [5, 6, 7, 8, 9]),
-        translation("", []),
-    ]
-    metrics = evaluate_cli.score(
-        ["a cat", "a dog", "x"],
-        translations,
-        ["猫です。", "犬だ。", "鳥"],
-        ("en", "ja"),
-        segmented=False,
-    )
-    assert metrics["hit_max_len"] == 1
-    assert metrics["repeated_4gram"] == 1
-    assert metrics["sentences"] == 3
-    assert "bleu_segmented" not in metrics
-
-
-def test_segmented_corpus_scores_without_spaces_and_adds_segmented_bleu():
-    hyps, refs = ["彼 は 学生 だ 。"], ["彼 は 先生 だ 。"]
-    metrics = evaluate_cli.score(
-        ["he"], [translation(hyps[0], [])], refs, ("en", "ja"), segmented=True
-    )
-    assert metrics["bleu"] == pytest.approx(
-        bleu(["彼は学生だ。"], ["彼は先生だ。"], "ja-mecab").score
-    )
-    assert metrics["bleu_segmented"] == pytest.approx(bleu(hyps, refs, tokenize="none").score)
-
-
 @pytest.mark.parametrize(
-    "override,message", [("split=train2", "split='train2'"), ("nonsense=1", "nonsense")]
+    ("args", "error", "message"),
+    [
+        (["nonsense=1"], UsageError, "'nonsense=1' is not decoding.KEY=VALUE or data.KEY=VALUE"),
+        (["decoding=fast"], ConfigError, "decoding=fast is no preset; they are beam, greedy"),
+        (["decoding.beam=2"], ConfigError, "decoding.beam is not a decoding setting"),
+        (["paths.raw=x"], ConfigError, "paths.raw is not a paths setting; did you mean paths.raw_"),
+        (["data.mirror=x"], UsageError, "data.mirror=x sets a key of --data NAME's config"),
+        (["--data", "nope"], ConfigError, "nope"),
+        (["--engine", "ctranslate2", "--ensemble", "b"], UsageError, "not an ensemble"),
+    ],
 )
-def test_bad_overrides_are_config_errors(override, message):
-    with pytest.raises(ConfigError, match=message):
-        evaluate_cli.load_config([override])
+def test_bad_settings_are_refused_before_the_model_loads(args, error, message):
+    # --checkpoint names no file: reaching the model would raise a CheckpointError instead.
+    with pytest.raises(error, match=re.escape(message)):
+        evaluate_cli.main([*args, "--checkpoint", "/nonexistent/model.pt"])
 
 
-def test_flags_set_the_keys_they_name():
+def test_flags_and_settings_are_read_as_given():
     odd_path = "runs/it's a, b=c\\.pt"  # quotes, spaces, commas, = and a backslash survive
-    config = evaluate_cli.load_config(
-        evaluate_cli.parse_args(
-            ["--checkpoint", odd_path, "--ensemble", "b.pt", "--ensemble", "c d.pt", "--beam", "2",
-             "--split", "dev", "--limit", "7", "--output-dir", "out dir", "--device", "cpu",
-             "decoding.length_penalty=1.4"]
-        )
+    args, settings = evaluate_cli.parse_args(
+        ["--checkpoint", odd_path, "--ensemble", "b.pt", "--ensemble", "c d.pt", "--beam", "2",
+         "--split", "dev", "--limit", "7", "--output-dir", "out dir", "--device", "cpu",
+         "decoding=greedy", "decoding.length_penalty=1.4", "paths.root=/r"]
     )  # fmt: skip
-    assert config.checkpoint == odd_path
-    assert config.ensemble == ["b.pt", "c d.pt"]
-    assert (config.decoding.beam_size, config.decoding.length_penalty) == (2, 1.4)
-    assert (config.split, config.limit, config.output_dir, config.device) == (
-        "dev", 7, "out dir", "cpu"
-    )  # fmt: skip
-    assert evaluate_cli.load_config(evaluate_cli.parse_args([])).run == "default"
-    assert evaluate_cli.load_config(evaluate_cli.parse_args(["--run", "smoke"])).run == "smoke"
+    assert (args.checkpoint, args.ensemble) == (odd_path, ["b.pt", "c d.pt"])
+    assert (args.split, args.limit, args.output_dir, args.device) == ("dev", 7, "out dir", "cpu")
+    assert settings == {
+        "decoding": "greedy", "decoding.length_penalty": "1.4", "paths.root": "/r"
+    }  # fmt: skip
+    overrides = decoding_overrides(args, settings)
+    assert (overrides["beam_size"], overrides["length_penalty"]) == (2, "1.4")  # over the preset
+    assert overrides["no_repeat_ngram_size"] == 3  # the preset's
+    assert evaluate_cli.paths_config(settings).raw_dir == "/r/data/raw"
+    assert evaluate_cli.parse_args([])[0].run == "default"
+    assert evaluate_cli.parse_args(["--run", "smoke"])[0].run == "smoke"
 
 
 @pytest.mark.parametrize(
@@ -96,11 +68,12 @@ def test_flags_set_the_keys_they_name():
     [
         (["checkpoint=a.pt"], "write `--checkpoint a.pt`, not `checkpoint=a.pt`"),
         (["split=dev"], "write `--split dev`, not `split=dev`"),
+        (["data=kftt"], "write `--data kftt`, not `data=kftt`"),
         (["ensemble=[a.pt]"], "write `--ensemble [a.pt]`"),
         (["--decoding.length_penalty=2"], "write `decoding.length_penalty=2` without the dashes"),
         (["--output_dir=x"], "unknown option --output_dir=x: the flag is --output-dir"),
         (["--split", "train2"], "argument --split: invalid choice: 'train2'"),
-        (["--resolve"], "--resolve needs --cfg"),
+        (["--cfg", "job"], "unknown option --cfg: see evaluate.py --help"),
     ],
 )
 def test_the_other_spelling_is_refused_with_the_right_one(args, message):
@@ -109,41 +82,15 @@ def test_the_other_spelling_is_refused_with_the_right_one(args, message):
     assert message in str(error.value)
 
 
-def test_help_lists_the_flags_and_the_keys(capsys):
+def test_help_lists_the_flags_and_the_settings(capsys):
     with pytest.raises(SystemExit) as exit_status:
         evaluate_cli.main(["--help"])
     assert exit_status.value.code == 0
     help_text = capsys.readouterr().out
     for flag in ("--run", "--checkpoint", "--ensemble", "--beam", "--split", "--output-dir"):
         assert flag in help_text
-    for key in ("decoding=beam|greedy", "decoding.length_penalty=1.5", "paths.runs_dir", "--cfg"):
+    for key in ("decoding=PRESET", "decoding.KEY=VALUE", "data.mirror=DIR", "paths.runs_dir"):
         assert key in help_text
-
-
-@pytest.mark.slow
-def test_hydra_cfg_shows_the_flags_as_keys():
-    result = subprocess.run(
-        [sys.executable, "scripts/evaluate.py", "--run", "smoke", "--cfg", "job", "--beam", "1",
-         "decoding.length_penalty=2.0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    config = yaml.safe_load(result.stdout)
-    assert config["run"] == "smoke"
-    assert config["decoding"]["beam_size"] == 1
-    assert config["decoding"]["length_penalty"] == 2.0
-
-
-@pytest.mark.slow
-def test_shell_completion_ignores_the_flags():
-    line = "python scripts/evaluate.py --run smoke --split=dev decoding.len"
-    result = subprocess.run(
-        [sys.executable, "scripts/evaluate.py", "-sc", "query=bash"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "COMP_LINE": line},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["decoding.length_penalty="]
 
 
 @pytest.mark.parametrize("detokenize", [True, False])
@@ -262,35 +209,6 @@ def test_ensemble_is_recorded_and_of_one_checkpoint_twice_scores_like_it(
     assert hypotheses == (tmp_path / "single" / "hypotheses.txt").read_text(encoding="utf-8")
 
 
-def test_scores_per_corpus_equal_each_corpus_evaluated_alone():
-    sources = ["a cat", "he is a student", "it rains 3 days", "I read 2 books"]
-    references = ["猫だ。", "彼 は 学生 だ 。", "3日雨だ。", "私 は 本 を 2 冊 読む 。"]
-    texts = ["猫です。", "彼 は 先生 だ 。", "3日雨だ。", "私 は 本 を 読む 。"]
-    translations = [translation(text, [5, 6]) for text in texts]
-    corpora = ["raw", "segmented", "raw", "segmented"]
-    languages = ("en", "ja")
-    section = evaluate_cli.scores_per_corpus(sources, translations, references, corpora, languages)
-    assert list(section["corpora"]) == ["raw", "segmented"]
-    for corpus, own in (("raw", [0, 2]), ("segmented", [1, 3])):
-        refs = [references[i] for i in own]
-        alone = evaluate_cli.score(
-            [sources[i] for i in own],
-            [translations[i] for i in own],
-            refs,
-            languages,
-            segmented=corpus == "segmented",
-        )
-        assert section["corpora"][corpus] == {
-            key: value for key, value in alone.items() if not key.endswith("_signature")
-        }
-    assert section["corpora"]["raw"]["number_fidelity"]["kept"] == 1
-    assert "bleu_segmented" in section["corpora"]["segmented"]
-    assert (
-        evaluate_cli.scores_per_corpus(sources, translations, references, ["x"] * 4, languages)
-        == {}
-    )
-
-
 def test_evaluate_scores_each_corpus_of_a_mixed_split(
     checkpoint, corpus_mirror, tmp_path, capsys, monkeypatch
 ):
@@ -300,7 +218,7 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
     common = greedy_on_small_parallel_enja(checkpoint, corpus_mirror, tmp_path, limit=10)
     assert evaluate_cli.main([*common, "--output-dir", str(tmp_path / "one")]) == 0
     one_corpus = capsys.readouterr().out
-    load_split, loaded = evaluate_cli.load_split, []
+    load_split, loaded = corpus.load_split, []
 
     def mixed_split(*args):
         pairs = load_split(*args).select(range(10))  # the 10 the other run scores
@@ -308,7 +226,7 @@ def test_evaluate_scores_each_corpus_of_a_mixed_split(
         corpora = ["enja" if i < 6 else "tanaka" for i in range(len(pairs))]
         return pairs.add_column(CORPUS_COLUMN, corpora)
 
-    monkeypatch.setattr(evaluate_cli, "load_split", mixed_split)
+    monkeypatch.setattr(corpus, "load_split", mixed_split)
     assert evaluate_cli.main([*common, "--output-dir", str(tmp_path / "mixed")]) == 0
     mixed_out = capsys.readouterr().out
 

@@ -22,8 +22,8 @@ def test_settings_split_into_serving_limits_and_decoding_keys():
         ["--run", "smoke", "--port", "8001", "serving.max_texts=64", "decoding.length_penalty=1.4"]
     )
     assert (args.run, args.port, args.host) == ("smoke", 8001, "127.0.0.1")
-    assert settings == {"serving": {"max_texts": "64"}, "decoding": {"length_penalty": "1.4"}}
-    limits = serving_config(settings["serving"])
+    assert settings == {"serving.max_texts": "64", "decoding.length_penalty": "1.4"}
+    limits = serving_config(settings)
     assert limits.max_texts == 64 and isinstance(limits.max_texts, int)
 
 

@@ -1,0 +1,129 @@
+"""The model a program loads: the flags that choose it (the same in translate, evaluate, serve and
+export), its file, and the one function that loads its translator. Light to import: torch loads
+only with the model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from llm_from_scratch.programs.arguments import PRESET_GROUP, UsageError, positive_int
+
+if TYPE_CHECKING:
+    from llm_from_scratch.decoding.translator import Translator
+
+DEFAULT_RUN = "default"  # the run `make train` makes
+# What `--engine` decodes with: the checkpoint in torch, or its CTranslate2 export.
+ENGINES = ("torch", "ctranslate2")
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--run`/`--checkpoint`, `--ensemble`, `--device`, `--engine` and `--beam`: which model,
+    where, how."""
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--run",
+        metavar="NAME",
+        default=DEFAULT_RUN,
+        help="use the final model of runs/NAME/: its averaged.pt, else its best.pt (default "
+        f"NAME: {DEFAULT_RUN}, the run `make train` makes)",
+    )
+    choice.add_argument("--checkpoint", metavar="PATH", help="use this checkpoint file instead")
+    parser.add_argument(
+        "--ensemble",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="another checkpoint to decode with, as one model (repeatable; same tokenizers)",
+    )
+    parser.add_argument(
+        "--device", default="auto", help="auto (CUDA when available, else CPU), cpu, cuda:0"
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="torch",
+        help="torch: the checkpoint; ctranslate2: its CTranslate2 export (`make export`), "
+        "runs/NAME/ctranslate2/ or the export directory --checkpoint names",
+    )
+    parser.add_argument(
+        "--beam",
+        type=positive_int,
+        metavar="N",
+        help="beam size, 1 for greedy search (decoding.beam_size)",
+    )
+
+
+def model_file(args: argparse.Namespace, runs_dir: str | Path | None = None) -> Path:
+    """The checkpoint (with `--engine ctranslate2`: the export directory) the model flags name;
+    `runs_dir` defaults to the project's `runs/`."""
+    from llm_from_scratch.checkpoint import run_model
+    from llm_from_scratch.export.ctranslate2_model import run_export_dir
+    from llm_from_scratch.paths import PathsConfig
+
+    if args.checkpoint:
+        return Path(args.checkpoint)
+    runs_dir = runs_dir or PathsConfig().runs_dir
+    if getattr(args, "engine", "torch") == "ctranslate2":
+        return run_export_dir(runs_dir, args.run)
+    return run_model(runs_dir, args.run)
+
+
+def decoding_overrides(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, Any]:
+    """The decoding keys the command line sets, as {KEY: VALUE}: those of a `decoding=PRESET`
+    (its configs/decoding/PRESET.yaml), then `--beam` and `--nbest`, then `decoding.KEY=VALUE`."""
+    from omegaconf import OmegaConf
+
+    from llm_from_scratch.decoding.config import DecodingConfig
+    from llm_from_scratch.errors import ConfigError
+    from llm_from_scratch.paths import config_dir
+    from llm_from_scratch.schema import unknown_key
+
+    overrides: dict[str, Any] = {}
+    if PRESET_GROUP in settings:
+        presets = config_dir() / PRESET_GROUP
+        preset = presets / f"{settings[PRESET_GROUP]}.yaml"
+        if not preset.is_file():
+            names = ", ".join(sorted(path.stem for path in presets.glob("*.yaml")))
+            raise ConfigError(f"decoding={settings[PRESET_GROUP]} is no preset; they are {names}")
+        overrides |= OmegaConf.to_container(OmegaConf.load(preset))
+    flags = {"beam_size": args.beam, "nbest": getattr(args, "nbest", None)}
+    overrides |= {key: value for key, value in flags.items() if value is not None}
+    prefix = f"{PRESET_GROUP}."
+    overrides |= {k.removeprefix(prefix): v for k, v in settings.items() if k.startswith(prefix)}
+    known = [field.name for field in fields(DecodingConfig)]
+    for key in overrides:  # the values are checked against the run's settings, once loaded
+        if key not in known:
+            raise ConfigError(unknown_key(f"decoding.{key}", known, prefix))
+    return overrides
+
+
+def load_translator(
+    model: Path, args: argparse.Namespace, decoding: dict[str, Any], source_style: str | None = None
+) -> tuple[Translator, dict[str, Any]]:
+    """The translator of `model` (`model_file`) with the other model flags (`--ensemble`,
+    `--device`, `--engine`), decoding with its run's settings and `decoding`'s keys replaced,
+    and its run's config; `source_style` replaces the run's input style (`raw`: sources already
+    in it). Which checkpoints it loaded goes to stderr."""
+    from llm_from_scratch.decoding.loading import decoding_settings, restore_models
+    from llm_from_scratch.decoding.translator import Translator
+    from llm_from_scratch.device import resolve_device
+
+    if args.engine == "ctranslate2":
+        if args.ensemble:
+            raise UsageError("--engine ctranslate2 decodes one exported model, not an ensemble")
+        translator = Translator.from_export(
+            model, args.device, source_style=source_style, **decoding
+        )
+        config = translator.model.config
+    else:
+        restored = restore_models([model, *args.ensemble], resolve_device(args.device))
+        decode = decoding_settings(restored.config, None, decoding)
+        translator = Translator.from_restored(restored, decode, source_style)
+        config = restored.config
+    for checkpoint in translator.checkpoints:
+        print(f"model: {checkpoint}", file=sys.stderr)
+    return translator, config
