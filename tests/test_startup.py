@@ -35,19 +35,7 @@ finally:
     ],
 )
 def test_translate_answers_before_importing_the_model(args, status):
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY), "scripts/translate.py", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert result.returncode == status, result.stderr
-    assert result.stderr.splitlines()[-1] == "imported:"
-    if status:
-        assert result.stderr.startswith("error: ")
-    else:
-        assert "usage: translate.py" in result.stdout
+    assert_answers_before_importing_the_model("translate.py", args, status)
 
 
 @pytest.mark.parametrize("script", ["evaluate.py", "serve.py"])
@@ -56,6 +44,12 @@ def test_translate_answers_before_importing_the_model(args, status):
     [(["--help"], 0), (["--bogus"], 2), (["checkpoint=x"], 2), (["decoding.beam_size"], 2)],
 )
 def test_the_other_model_programs_answer_before_importing_the_model(script, args, status):
+    assert_answers_before_importing_the_model(script, args, status)
+
+
+def assert_answers_before_importing_the_model(script: str, args: list[str], status: int) -> None:
+    """`scripts/<script> args` exits with `status` (its usage, or a one-line error) having
+    imported none of the heavy modules."""
     result = subprocess.run(
         [sys.executable, "-c", PROBE.format(heavy=HEAVY), f"scripts/{script}", *args],
         capture_output=True,
