@@ -37,7 +37,7 @@ def run(*args: str, **kwargs) -> subprocess.CompletedProcess:
 
 def test_make_help_lists_every_target_with_a_description_in_plain_text_when_piped():
     listing = run("make").stdout  # stdout a pipe, not a terminal
-    assert "\x1b" not in listing  # no colour codes (issue 72)
+    assert "\x1b" not in listing  # no colour codes in a pipe
     listed = dict(re.findall(r"^\s+([\w-]+)\s+(\S.*)$", listing, re.M))
     for target in TARGETS:
         assert listed.get(target), f"`make help` does not describe {target}"

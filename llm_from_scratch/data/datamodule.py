@@ -215,7 +215,7 @@ def content_settings(cfg: DataConfig) -> dict[str, Any]:
         for key in ("mixture", "temperature", "mixture_seed"):
             del settings[key]
     for key in ("number_placeholders", "name_placeholders", "sentence_pairs", "dev_corpus"):
-        if not settings[key]:  # the settings a run without them had before the key
+        if not settings[key]:  # unset: the cache key of data that never set them stays
             del settings[key]
     drop_unset_corpus_keys(settings)
     if cfg.number_placeholders:

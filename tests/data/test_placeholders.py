@@ -64,7 +64,7 @@ def test_an_input_masks_every_number_and_gets_each_back_as_written():
 
 
 def test_a_phone_number_written_back_loses_the_unit_the_model_wrote_after_it():
-    # "My phone number is 090-1234-5678." (issue 72): a phone number takes no unit.
+    # "My phone number is 090-1234-5678.": a phone number takes no unit.
     phone = "090-1234-5678"
     assert restore_numbers(f"私の電話番号は{P0}歳です。", [phone], "ja") == (
         "私の電話番号は０９０－１２３４－５６７８です。"

@@ -41,7 +41,7 @@ from llm_from_scratch.numbers import numbers
         ("I have 2 brothers and 1 sister.", "兄弟が２人、姉妹が２人。", "兄弟が２人、姉妹が１人。"),
         # A phone number is set back whole, in the translation's digits.
         ("Call 03-1234-5678.", "０３－１２３４－５６７９へ。", "０３－１２３４－５６７８へ。"),
-        # A phone number takes no unit: the one after the digits it replaces goes (issue 72).
+        # A phone number takes no unit: the one after the digits it replaces goes.
         (
             "My phone number is 090-1234-5678.",
             "私の電話番号は２５歳です。",

@@ -70,7 +70,7 @@ def test_looping_outputs_cut_words_in_each_sides_language():
 @pytest.mark.parametrize(
     ("source", "hypothesis"),
     [
-        # Beam outputs of the default model that the 4-gram count let through (issue 72).
+        # Beam outputs of the default model that a word 4-gram count lets through.
         ("Where is the nearest station?", "一番一番一番近いですか。"),  # MeCab: 一番 / 一 番 / 一番
         ("I have lived in Osaka for three years.", "私は大阪大阪大阪に住んでいた。"),
         ("The meeting has been moved to next Tuesday.", "その会は来週の来週の来週の月曜日には。"),

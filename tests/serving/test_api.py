@@ -144,7 +144,7 @@ def test_a_bad_request_is_a_4xx_with_a_one_line_error(client, content, status, e
 @pytest.mark.parametrize(
     ("content_type", "named"),
     [
-        (None, "none"),  # what a client sends that names no type (issue 72)
+        (None, "none"),  # what a client sends that names no type
         ("application/x-www-form-urlencoded", "application/x-www-form-urlencoded"),  # curl -d
         ("text/plain; charset=utf-8", "text/plain"),
     ],

@@ -234,7 +234,8 @@ def test_digits_are_never_merged_however_often_numbers_repeat() -> None:
     ("version", "pieces"), [(1, [" ", "19", "9", "5"]), (2, [" ", "1", "9", "9", "5"])]
 )
 def test_a_file_keeps_encoding_numbers_with_its_own_pattern(version: int, pieces: list) -> None:
-    """A file trained before digits became pieces of their own keeps its digit merges."""
+    """A file encodes numbers with the pattern it stores: version 1's keeps a digit merge,
+    version 2's writes each digit alone."""
     tok = BPETokenizer.train(NUMBERS, 600, normalization="none")
     one, nine = (tok.encode(digit)[0] for digit in "19")
     data = json.loads(tok.to_json())

@@ -433,7 +433,7 @@ def test_where_a_default_plan_falls_below_its_floor_the_short_recipe_fills_the_b
     if min_default_steps:  # the short recipe, for more steps than a step budget gives it
         assert trainer.schedule.short and steps > 5
         assert f"planned {steps} steps of the short recipe" in caplog.text
-    else:  # the shrunk default recipe, as before the floor
+    else:  # the shrunk default recipe: no floor of default steps
         assert not trainer.schedule.short and 5 < steps < 200
         assert f"planned {steps} of 200 steps" in caplog.text
 
