@@ -59,7 +59,7 @@ def main() -> None:
         recipe_config(compose_config("train", [*shlex.split(text), "name=bench"], TrainConfig))
         for text in args.recipes
     ]
-    if len({str(config.tokenizer) + str(config.data) for config in configs}) > 1:
+    if any((c.tokenizer, c.data) != (configs[0].tokenizer, configs[0].data) for c in configs):
         parser.error("the recipes must share the data and tokenizers (time another as its own)")
     data = prepare_data(configs[0])
     trainers = [timed_trainer(config, data) for config in configs]

@@ -132,30 +132,32 @@ def test_data_the_parents_tokenizers_do_not_fit_is_refused(parent_run):
         adopt_parent(dataclasses.replace(config, data=masked), parent, ())
 
 
-def test_a_child_starts_from_the_parents_weights_with_a_fresh_optimizer_and_schedule(
-    parent_run, copy_task, tmp_path
-):
+def resumed_child(parent_run, copy_task, tmp_path):
+    """The trainer of a new run in `tmp_path/child` from the parent's best.pt, as it starts."""
     config, run_dir = parent_run
     _, data, _ = copy_task
     started, parent = with_parent(child(config, tmp_path / "child", run_dir / "best.pt"))
     trainer = Trainer(started, data, parent=parent)
     trainer.resume()
+    return trainer, parent
+
+
+def test_a_child_starts_from_the_parents_weights_with_a_fresh_optimizer_and_schedule(
+    parent_run, copy_task, tmp_path
+):
+    trainer, parent = resumed_child(parent_run, copy_task, tmp_path)
     for name, weight in trainer.model.state_dict().items():
         assert torch.equal(weight, parent.weights[name]), name
     assert trainer.progress.step == 0 and not trainer.optimizer.state
     assert trainer.scheduler.last_epoch == 0
-    parent_lr = load_checkpoint(run_dir / "last.pt")["scheduler"]["_last_lr"][0]
+    parent_lr = load_checkpoint(parent_run[1] / "last.pt")["scheduler"]["_last_lr"][0]
     assert trainer.scheduler.get_last_lr()[0] != parent_lr
 
 
 def test_the_childs_checkpoints_record_their_parent_and_translate_shows_it(
     parent_run, copy_task, tmp_path
 ):
-    config, run_dir = parent_run
-    _, data, _ = copy_task
-    started, parent = with_parent(child(config, tmp_path / "child", run_dir / "best.pt"))
-    trainer = Trainer(started, data, parent=parent)
-    trainer.resume()
+    trainer, parent = resumed_child(parent_run, copy_task, tmp_path)
     trainer.save(trainer.run_dir.best, {"bleu": 2.0})
     state = load_checkpoint(tmp_path / "child" / "best.pt")
     assert state["parent"] == {"path": str(parent.path), "sha256": parent.sha256, "step": 4}
