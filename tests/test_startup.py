@@ -47,6 +47,21 @@ def test_the_other_model_programs_answer_before_importing_the_model(script, args
     assert_answers_before_importing_the_model(script, args, status)
 
 
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (["--help"], 0),
+        (["--bogus"], 2),
+        (["--format", "onnx"], 2),
+        (["--format", "transformers", "--quantization", "int8"], 2),
+        (["--push-to-hub", "user/model"], 2),
+        (["--ensemble", "runs/a/best.pt"], 2),
+    ],
+)
+def test_export_answers_before_importing_the_model(args, status):
+    assert_answers_before_importing_the_model("export.py", args, status)
+
+
 def assert_answers_before_importing_the_model(script: str, args: list[str], status: int) -> None:
     """`scripts/<script> args` exits with `status` (its usage, or a one-line error) having
     imported none of the heavy modules."""

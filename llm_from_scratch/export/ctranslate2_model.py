@@ -33,10 +33,9 @@ import torch
 
 from llm_from_scratch.atomic import atomic_writer
 from llm_from_scratch.checkpoint import CheckpointSummary, load_checkpoint, restore_for_inference
-from llm_from_scratch.errors import UserError
+from llm_from_scratch.export.formats import QUANTIZATIONS, ExportError
 from llm_from_scratch.model.layers import sinusoidal_positions
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
-from llm_from_scratch.paths import RunDir
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD
 
@@ -44,14 +43,8 @@ MANIFEST = "manifest.json"
 TOKENIZER_FILES = {"src": "src_tokenizer.json", "tgt": "tgt_tokenizer.json"}
 FORMAT = "llm-from-scratch-ctranslate2"
 VERSION = 1
-QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat16")
-EXPORT_DIR = "ctranslate2"  # a run's export: runs/NAME/ctranslate2/
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which the model uses
 INSTALL_HINT = "pip install -e '.[export]'"
-
-
-class ExportError(UserError):
-    """What cannot be exported, or an export directory that cannot be read."""
 
 
 def import_ctranslate2() -> Any:
@@ -247,12 +240,6 @@ def _holding(directory: Path) -> str:
     except ExportError:
         return ""
     return f" (an export of step {manifest['step']}, {manifest['quantization']})"
-
-
-def run_export_dir(runs_dir: str | Path, run: str) -> Path:
-    """Where `make export` writes the run `run`'s export, and where `--engine ctranslate2`
-    looks for it."""
-    return RunDir.named(runs_dir, run).export(EXPORT_DIR)
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:

@@ -57,7 +57,6 @@ from llm_from_scratch.paths import RunDir
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
-EXPORT_DIR = "transformers"  # a run's export: runs/NAME/transformers/
 MANIFEST = "llm_from_scratch.json"
 TOKENIZER_FILES = {"src": "src_tokenizer.json", "tgt": "tgt_tokenizer.json"}
 FORMAT = "llm-from-scratch-transformers"
@@ -453,11 +452,6 @@ def _metrics_beside(checkpoint: Path) -> dict[str, Any] | None:
 def _write_text(path: Path, text: str) -> None:
     with atomic_writer(path) as file:
         file.write(text.encode("utf-8"))
-
-
-def run_export_dir(runs_dir: str | Path, run: str) -> Path:
-    """Where `make export ARGS="--format transformers"` writes the run `run`'s folder."""
-    return RunDir.named(runs_dir, run).export(EXPORT_DIR)
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:

@@ -25,29 +25,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from llm_from_scratch.export import transformers_model
-from llm_from_scratch.export.ctranslate2_model import (
-    EXPORT_DIR,
+from llm_from_scratch.export.formats import (
+    EXPORT_DIRS,
+    FORMATS,
     QUANTIZATIONS,
     ExportError,
-    export_checkpoint,
     run_export_dir,
 )
-from llm_from_scratch.export.hub import push_to_hub
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.arguments import Parser
 from llm_from_scratch.programs.command import run_main
 from llm_from_scratch.programs.model_choice import DEFAULT_RUN, model_file
 
-FORMATS = ("ctranslate2", "transformers")
-EXPORT_DIRS = {"ctranslate2": EXPORT_DIR, "transformers": transformers_model.EXPORT_DIR}
-RUN_EXPORT_DIRS = {
-    "ctranslate2": run_export_dir,
-    "transformers": transformers_model.run_export_dir,
-}
-
 
 def main(argv: Sequence[str]) -> int:
+    # torch, CTranslate2 and transformers load only once the arguments are known to be good
     args, _ = _parser().parse(argv)
     if args.ensemble:
         raise ExportError(
@@ -66,10 +58,13 @@ def main(argv: Sequence[str]) -> int:
     elif args.checkpoint:
         output = checkpoint.parent / EXPORT_DIRS[args.format]
     else:
-        output = RUN_EXPORT_DIRS[args.format](runs_dir, args.run)
+        output = run_export_dir(runs_dir, args.run, args.format)
     run = None if args.checkpoint else args.run
     if transformers:
-        exported = transformers_model.export_to_transformers(
+        from llm_from_scratch.export.hub import push_to_hub
+        from llm_from_scratch.export.transformers_model import export_to_transformers
+
+        exported = export_to_transformers(
             checkpoint, output, run=run, force=args.force, hub_name=args.push_to_hub
         )
         print(
@@ -81,6 +76,8 @@ def main(argv: Sequence[str]) -> int:
             url = push_to_hub(exported.directory, args.push_to_hub, private=args.private)
             print(f"uploaded {exported.directory} to {url}", file=sys.stderr)
         return 0
+    from llm_from_scratch.export.ctranslate2_model import export_checkpoint
+
     summary = export_checkpoint(
         checkpoint,
         output,

@@ -61,14 +61,14 @@ def model_file(args: argparse.Namespace, runs_dir: str | Path | None = None) -> 
     """The checkpoint (with `--engine ctranslate2`: the export directory) the model flags name;
     `runs_dir` defaults to the project's `runs/`."""
     from llm_from_scratch.checkpoint import run_model
-    from llm_from_scratch.export.ctranslate2_model import run_export_dir
+    from llm_from_scratch.export.formats import run_export_dir
     from llm_from_scratch.paths import PathsConfig
 
     if args.checkpoint:
         return Path(args.checkpoint)
     runs_dir = runs_dir or PathsConfig().runs_dir
     if getattr(args, "engine", "torch") == "ctranslate2":
-        return run_export_dir(runs_dir, args.run)
+        return run_export_dir(runs_dir, args.run, "ctranslate2")
     return run_model(runs_dir, args.run)
 
 

@@ -31,10 +31,10 @@ from llm_from_scratch.export.ctranslate2_model import (
     INSTALL_HINT,
     MANIFEST,
     TOKENIZER_FILES,
-    ExportError,
     export_checkpoint,
     import_ctranslate2,
 )
+from llm_from_scratch.export.formats import ExportError
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.programs import evaluate as evaluate_cli
 from llm_from_scratch.programs import export as export_program
