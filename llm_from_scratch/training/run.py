@@ -55,8 +55,9 @@ def train_run(
     planner = BudgetPlanner(config, data, dist, clock, started_at, keep_model)
     run_dir = RunDir.of(config.paths, config.name)
     saved = saved_or_read(saved, run_dir, config.training)
-    plan = planner.plan(saved.progress if saved is not None else None)
+    plan = planner.plan(saved.progress if saved is not None else None, announce=False)
     own = recipe_tokenizers(config, plan.schedule.short, keep=prepare is None)
+    # the first plan, given up for the short recipe's own tokenizers, is never logged
     if plan.budgeted and saved is None and own.tokenizer != config.tokenizer:
         assert prepare is not None
         if dist.is_main:
@@ -68,6 +69,8 @@ def train_run(
         config, data = own, prepare(own)
         planner = BudgetPlanner(config, data, dist, clock, planner.started_at, keep_model, True)
         plan = planner.plan()
+    else:
+        planner.announce()
     replan = planner.replan if planner.costs is not None else None
     deadline = planner.deadline()
     trainer = Trainer(config, data, plan, dist, clock, replan, deadline, parent, saved)

@@ -329,6 +329,9 @@ def test_a_budget_that_picks_the_short_recipe_trains_with_its_tokenizers(
     with caplog.at_level("INFO"):
         trainer.fit()
     assert "trains its own tokenizers (training.short_run.vocab_size=300)" in caplog.text
+    # one plan logged, the one trained: the first, for the other tokenizers, was given up
+    assert caplog.text.count("the same run without a budget") == 1
+    assert caplog.text.count("timed: an update") == 1
     steps = trainer.schedule.steps
     assert trainer.schedule.short and 1 < steps < 60
     saved = load_checkpoint(tmp_path / "budget" / "last.pt")

@@ -58,19 +58,32 @@ class BudgetPlanner:
         self.keep_model = keep_model
         self.short_only = short_only
         self.costs: Costs | None = None  # the chosen plan's probe, until the re-plan
+        self.report: list[str] = []  # the plan's log lines, until announced
 
-    def plan(self, saved: Progress | None = None) -> Plan:
-        """The run's plan; `saved`: the progress of the run's `last.pt`, when it has one."""
+    def plan(self, saved: Progress | None = None, announce: bool = True) -> Plan:
+        """The run's plan; `saved`: the progress of the run's `last.pt`, when it has one.
+        `announce`: log it now; False keeps its lines for `announce()`, so that a plan the run
+        may still give up (for the short recipe's own tokenizers) is never logged."""
         budget = self.cfg.budget_seconds
         if saved is not None and (saved.planned_steps or saved.step):
             planned = self._plan_of(saved.schedule(self.cfg))  # it keeps the plan it started with
             return replace(planned, budgeted=bool(saved.planned_steps))
         if budget is None:
             chosen = self._plan_of(Schedule.of(self.cfg))
-            if chosen.schedule.short and self.dist.is_main:
-                logger.info("%s", describe_recipe(chosen))
-            return chosen
-        return replace(self._budget_plan(budget), budgeted=True)
+            if chosen.schedule.short:
+                self.report = [describe_recipe(chosen)]
+        else:
+            chosen = replace(self._budget_plan(budget), budgeted=True)
+        if announce:
+            self.announce()
+        return chosen
+
+    def announce(self) -> None:
+        """Log the plan's lines (on the main process)."""
+        if self.dist.is_main:
+            for line in self.report:
+                logger.info("%s", line)
+        self.report = []
 
     def _plan_of(self, schedule: Schedule) -> Plan:
         return recipe_plan(self.config, schedule, self.keep_model)
@@ -94,16 +107,13 @@ class BudgetPlanner:
                 schedule, speed, costs = candidate, short_speed, short_costs
         self.costs = costs
         chosen = self._plan_of(schedule)
-        if self.dist.is_main:
-            logger.info(
-                "timed: an update %.2f s, a validation %.1f s, a save %.2f s",
-                costs.step,
-                costs.validation,
-                costs.save,
-            )
-            logger.info("%s", describe(schedule, full, budget, speed, self.cfg))
-            if schedule.short:
-                logger.info("%s", describe_recipe(chosen))
+        self.report = [
+            f"timed: an update {costs.step:.2f} s, a validation {costs.validation:.1f} s, "
+            f"a save {costs.save:.2f} s",
+            describe(schedule, full, budget, speed, self.cfg),
+        ]
+        if schedule.short:
+            self.report.append(describe_recipe(chosen))
         return chosen
 
     def _short_candidate(self, budget: float, steps: int) -> tuple[Schedule, Costs, float]:
