@@ -62,6 +62,7 @@ def tokenize(
 ) -> datasets.Dataset:
     """Add `src_ids`, `tgt_ids` (no special tokens) and their lengths `src_len`, `tgt_len`,
     in up to `num_proc` processes (0: one per usable core), with a progress bar."""
+    import datasets
 
     def encode(batch: dict[str, list[str]]) -> dict[str, list]:
         src_ids = src_tok.encode_batch([model_text(src_tok, text) for text in batch["src"]])
@@ -73,8 +74,18 @@ def tokenize(
             "tgt_len": [len(ids) for ids in tgt_ids],
         }
 
+    ids, length = datasets.List(datasets.Value("int64")), datasets.Value("int64")
+    features = datasets.Features(
+        {**pairs.features, "src_ids": ids, "tgt_ids": ids, "src_len": length, "tgt_len": length}
+    )
+    if not len(pairs):  # a corpus without a test split: `map` would add no columns
+        return datasets.Dataset.from_dict({name: [] for name in features}, features=features)
     return pairs.map(
-        encode, batched=True, num_proc=map_processes(len(pairs), num_proc), desc="tokenizing"
+        encode,
+        batched=True,
+        num_proc=map_processes(len(pairs), num_proc),
+        desc="tokenizing",
+        features=features,
     )
 
 

@@ -200,7 +200,11 @@ def _build(
             f"cleaning dropped every training pair of {cfg.name} ({report.summary()}); "
             "raise data.cleaning.max_tokens or data.cleaning.max_length_ratio"
         )
-    splits = {name: data.add_column("index", range(len(data))) for name, data in splits.items()}
+    index = datasets.Value("int64")  # given: an empty split's would be inferred as null
+    splits = {
+        name: data.add_column("index", range(len(data)), feature=index)
+        for name, data in splits.items()
+    }
     logger.info("tokenized in %.1f s", time.perf_counter() - started)
     _save(directory, splits, report)
     return splits, report
@@ -272,7 +276,7 @@ def _load(
         report.summary()  # reads every field: a garbled report fails here
         splits = {}
         for part in SPLITS:
-            splits[part] = datasets.load_from_disk(str(directory / part))
+            splits[part] = _open_split(directory / part)
         problem = _problem(splits, report, src_tok, tgt_tok)
     except Exception as error:  # pyarrow, json, datasets: whatever a damaged file raises
         lines = str(error).strip().splitlines()
@@ -330,4 +334,14 @@ def _save(directory: Path, splits: dict[str, datasets.Dataset], report: Cleaning
     # The splits were tokenized in memory or in datasets' temporary files; reopen the saved
     # copies so that later reads are memory-mapped from the cache.
     for split in splits:
-        splits[split] = datasets.load_from_disk(str(directory / split))
+        splits[split] = _open_split(directory / split)
+
+
+def _open_split(path: Path) -> datasets.Dataset:
+    """A split `save_to_disk` wrote, memory-mapped. An empty one (a corpus without a test
+    split) has no data file, which `load_from_disk` cannot open: it is rebuilt from its
+    features."""
+    if not json.loads((path / "state.json").read_text())["_data_files"]:
+        features = datasets.DatasetInfo.from_directory(str(path)).features
+        return datasets.Dataset.from_dict({name: [] for name in features}, features=features)
+    return datasets.load_from_disk(str(path))

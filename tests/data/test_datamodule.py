@@ -179,3 +179,16 @@ def test_tokenizing_in_two_processes_gives_the_same_splits(
     parallel = module(parallel_cfg, word_tokenizer, parallel_paths)
     for split in SPLITS:
         assert parallel.splits[split].to_dict() == single.splits[split].to_dict()
+
+
+def test_a_corpus_without_a_test_split_is_prepared_and_read_back(
+    tiny_enja, tiny_paths, word_tokenizer
+):
+    """A pool carved into train and dev only (test_fraction 0): `datasets` saves its empty
+    test split without a data file, which must still open, built and from the cache."""
+    raw = {split: load_split(tiny_enja, split, tiny_paths) for split in SPLITS}
+    raw["test"] = raw["test"].select([])
+    for _ in ("built", "cached"):
+        splits, _ = prepare_splits(tiny_enja, raw, word_tokenizer, word_tokenizer, tiny_paths)
+        assert len(splits["test"]) == 0 and len(splits["dev"]) == 3
+        assert splits["test"].features == splits["dev"].features
