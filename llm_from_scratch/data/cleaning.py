@@ -79,7 +79,7 @@ def tokenize(
         {**pairs.features, "src_ids": ids, "tgt_ids": ids, "src_len": length, "tgt_len": length}
     )
     if not len(pairs):  # a corpus without a test split: `map` would add no columns
-        return datasets.Dataset.from_dict({name: [] for name in features}, features=features)
+        return empty_dataset(features)
     return pairs.map(
         encode,
         batched=True,
@@ -87,6 +87,13 @@ def tokenize(
         desc="tokenizing",
         features=features,
     )
+
+
+def empty_dataset(features: datasets.Features) -> datasets.Dataset:
+    """A dataset of no rows with these columns and types."""
+    import datasets
+
+    return datasets.Dataset.from_dict({name: [] for name in features}, features=features)
 
 
 def map_processes(pairs: int, num_proc: int) -> int | None:

@@ -31,7 +31,13 @@ from torch.utils.data import DataLoader
 from llm_from_scratch.atomic import DiskFullError, build_lock, disk_full_in, is_disk_full
 from llm_from_scratch.data.batch import BPEDropout, Collator
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler
-from llm_from_scratch.data.cleaning import CleaningReport, clean, column, tokenize
+from llm_from_scratch.data.cleaning import (
+    CleaningReport,
+    clean,
+    column,
+    empty_dataset,
+    tokenize,
+)
 from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.data.corpus import load_extra_train, load_splits
 from llm_from_scratch.data.mixture import kept_per_corpus, resample, sample_sizes
@@ -342,6 +348,5 @@ def _open_split(path: Path) -> datasets.Dataset:
     split) has no data file, which `load_from_disk` cannot open: it is rebuilt from its
     features."""
     if not json.loads((path / "state.json").read_text())["_data_files"]:
-        features = datasets.DatasetInfo.from_directory(str(path)).features
-        return datasets.Dataset.from_dict({name: [] for name in features}, features=features)
+        return empty_dataset(datasets.DatasetInfo.from_directory(str(path)).features)
     return datasets.load_from_disk(str(path))

@@ -8,10 +8,9 @@ from pathlib import Path
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import RunDir
 
+# An export's folder is named after its format: runs/NAME/ctranslate2/, runs/NAME/transformers/
 FORMATS = ("ctranslate2", "transformers")
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat16")
-# a run's exports: runs/NAME/ctranslate2/ and runs/NAME/transformers/
-EXPORT_DIRS = {"ctranslate2": "ctranslate2", "transformers": "transformers"}
 
 
 class ExportError(UserError):
@@ -21,4 +20,4 @@ class ExportError(UserError):
 def run_export_dir(runs_dir: str | Path, run: str, export_format: str) -> Path:
     """Where `make export` writes the run `run`'s export in `export_format`, and where
     `--engine ctranslate2` looks for the CTranslate2 one."""
-    return RunDir.named(runs_dir, run).export(EXPORT_DIRS[export_format])
+    return RunDir.named(runs_dir, run).export(export_format)

@@ -25,13 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from llm_from_scratch.export.formats import (
-    EXPORT_DIRS,
-    FORMATS,
-    QUANTIZATIONS,
-    ExportError,
-    run_export_dir,
-)
+from llm_from_scratch.export.formats import FORMATS, QUANTIZATIONS, ExportError, run_export_dir
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.arguments import Parser
 from llm_from_scratch.programs.command import run_main
@@ -56,7 +50,7 @@ def main(argv: Sequence[str]) -> int:
     if args.output:
         output = Path(args.output)
     elif args.checkpoint:
-        output = checkpoint.parent / EXPORT_DIRS[args.format]
+        output = checkpoint.parent / args.format  # the folder is named after the format
     else:
         output = run_export_dir(runs_dir, args.run, args.format)
     run = None if args.checkpoint else args.run
