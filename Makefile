@@ -59,8 +59,10 @@ export: setup ## Export runs/default's model for CTranslate2 or transformers (AR
 tensorboard: setup ## Serve the TensorBoard logs of every run under runs/
 	$(VENV)/bin/tensorboard --logdir $(LOGDIR)
 
-test: setup ## Run the fast tests (everything not marked slow)
-	$(PY) -m pytest -m "not slow" $(ARGS)
+# One pytest worker a core (pytest-xdist): the fast tests are many and short, so the cores share
+# them evenly. A test file stays on one worker, which builds its fixtures once.
+test: setup ## Run the fast tests (everything not marked slow), one worker a core
+	$(PY) -m pytest -m "not slow" -n auto --dist loadfile $(ARGS)
 
 test-full: setup ## Run every test, the slow ones too
 	$(PY) -m pytest $(ARGS)

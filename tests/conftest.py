@@ -7,16 +7,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 # The programs register their config schemas in Hydra's ConfigStore when imported.
 import llm_from_scratch.programs.prepare_data
 import llm_from_scratch.programs.train_tokenizer  # noqa: F401
+from llm_from_scratch.device import usable_cores
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.schema import to_schema
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (`make test` runs one worker a core), each worker and the programs it
+    starts take their share of the cores: more threads would only wait for the other workers'."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        share = max(1, usable_cores() // workers)
+        os.environ["OMP_NUM_THREADS"] = str(share)
+        torch.set_num_threads(share)
 
 
 @pytest.fixture
