@@ -8,6 +8,7 @@ Skipped where the `export` extra (transformers) is not installed.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import shutil
@@ -131,8 +132,9 @@ def separate(tmp_path_factory, transformers) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def copy_export(tmp_path_factory, transformers, copy_model, tokenizer) -> dict[str, Any]:
-    """The trained copy model (its outputs end with EOS at varied lengths), float32."""
-    model = copy_model.float()
+    """The trained copy model (its outputs end with EOS at varied lengths), float32: a copy, as
+    `Module.float` converts in place and the session's model stays float64 for other tests."""
+    model = copy.deepcopy(copy_model).float()
     checkpoint = save_run(
         tmp_path_factory.mktemp("copy") / "averaged.pt", model, tokenizer, tokenizer, run_config()
     )
