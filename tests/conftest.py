@@ -7,14 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 # The programs register their config schemas in Hydra's ConfigStore when imported.
 import llm_from_scratch.programs.prepare_data
 import llm_from_scratch.programs.train_tokenizer  # noqa: F401
-from llm_from_scratch.device import usable_cores
+from llm_from_scratch.device import set_threads, usable_cores
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.schema import to_schema
 
@@ -28,7 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if workers > 1:
         share = max(1, usable_cores() // workers)
         os.environ["OMP_NUM_THREADS"] = str(share)
-        torch.set_num_threads(share)
+        set_threads(None)  # the project's own reading of OMP_NUM_THREADS
 
 
 @pytest.fixture
