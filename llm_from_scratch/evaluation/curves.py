@@ -22,22 +22,29 @@ PANELS = (
 def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
     """Every scalar series of `<run_dir>/tensorboard` as (step, value) pairs in step order.
 
-    A resumed run writes several event files; a step logged twice keeps its newest value.
+    A resumed run writes several event files; a step logged twice keeps its newest value, by
+    the events' own wall times: the files' names order them only across seconds (their counter
+    sorts 10 before 9).
     """
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     log_dir = RunDir(Path(run_dir)).tensorboard
     if not any(log_dir.glob("events.out.tfevents.*")):
         raise UserError(f"{log_dir} has no TensorBoard event files: is {run_dir} a run directory?")
-    series: dict[str, dict[int, float]] = {}
+    series: dict[str, dict[int, tuple[float, float]]] = {}  # tag: step: (wall time, value)
     for events in sorted(log_dir.glob("events.out.tfevents.*")):
         accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
         accumulator.Reload()
         for tag in accumulator.Tags()["scalars"]:
             points = series.setdefault(tag, {})
             for event in accumulator.Scalars(tag):
-                points[event.step] = event.value
-    return {tag: sorted(points.items()) for tag, points in series.items()}
+                logged = points.get(event.step)
+                if logged is None or event.wall_time >= logged[0]:
+                    points[event.step] = (event.wall_time, event.value)
+    return {
+        tag: [(step, value) for step, (_, value) in sorted(points.items())]
+        for tag, points in series.items()
+    }
 
 
 def plot_curves(run_dirs: Sequence[str | Path], output: str | Path) -> None:

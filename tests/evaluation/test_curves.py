@@ -25,6 +25,17 @@ def test_scalars_come_back_in_step_order_and_a_resumed_run_keeps_the_newest(tmp_
     assert scalars["dev/bleu"] == [(2, 1.5)]
 
 
+def test_the_newest_value_wins_whatever_its_event_files_name(tmp_path):
+    # Files written in one second are named by a per-process counter, whose "….10" sorts before
+    # the "….9" it follows: here the resumed run's file is renamed to sort first.
+    log_run(tmp_path, {"train/loss": [(1, 9.0), (2, 8.0)]})
+    (first,) = (tmp_path / "tensorboard").iterdir()
+    log_run(tmp_path, {"train/loss": [(2, 7.5)]})
+    (resumed,) = set((tmp_path / "tensorboard").iterdir()) - {first}
+    resumed.rename(resumed.with_name("events.out.tfevents.0000000000.host.1.0"))
+    assert read_scalars(tmp_path)["train/loss"] == [(1, 9.0), (2, 7.5)]
+
+
 def test_plot_writes_a_png_with_every_run(tmp_path):
     for name, offset in (("first", 0.0), ("second", 1.0)):
         log_run(
