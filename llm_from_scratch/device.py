@@ -14,15 +14,22 @@ def resolve_device(name: str, key: str = "device") -> torch.device:
     """The device called `name`, checked to be usable here; `auto` is CUDA when available, else
     the CPU. `key` names the setting in the error message (e.g. `training.device`)."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-        if device.type == "cuda":
-            _check_cuda(device)
-        else:
-            torch.empty(0, device=device)
-    except (RuntimeError, AssertionError) as error:
-        raise ConfigError(f"{key}={name!r} is not usable: {str(error).splitlines()[0]}") from None
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        try:
+            device = torch.device(name)
+            if device.type == "cuda":
+                _check_cuda(device)
+            else:
+                torch.empty(0, device=device)
+        except (RuntimeError, AssertionError) as error:
+            message = str(error).splitlines()[0]
+            raise ConfigError(f"{key}={name!r} is not usable: {message}") from None
+    if device.type == "cuda":
+        # cuDNN's attention plans a kernel for each new shape of its inputs on the host, and
+        # training batches and every decoding step bring new lengths: its plans cost far more
+        # host time than its kernels save on the GPU. Off once, for the whole process.
+        torch.backends.cuda.enable_cudnn_sdp(False)
     return device
 
 

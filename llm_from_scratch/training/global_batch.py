@@ -1,4 +1,5 @@
-"""One optimizer step's batches on this rank, with the target tokens of the step on every rank.
+"""One optimizer step's batches on this rank, with the target tokens of the step on every rank;
+and the shapes of an epoch's batches, which `torch.compile` compiles for.
 
 The loss is divided by the target tokens of the whole global step. Every rank knows that count
 without asking the others: an epoch's batches are one list that every rank computes alike, and
@@ -31,3 +32,17 @@ def global_target_tokens(sampler: TokenBudgetBatchSampler, first: int, count: in
     batches = sampler.epoch_batches()[first * world_size : (first + count) * world_size]
     examples = np.concatenate([np.asarray(batch, dtype=np.int64) for batch in batches])
     return int(sampler.tgt_lens[examples].sum()) + len(examples) * SPECIALS_PER_SIDE
+
+
+def batch_shapes(sampler: TokenBudgetBatchSampler) -> set[tuple[int, int, int]]:
+    """The (rows, source length, target length) of this rank's batches of the sampler's epoch,
+    padded as the collator pads them: to the longest of each side, its special token included."""
+    src_lens, tgt_lens = sampler.src_lens, sampler.tgt_lens
+    return {
+        (
+            len(batch),
+            int(src_lens[batch].max()) + SPECIALS_PER_SIDE,
+            int(tgt_lens[batch].max()) + SPECIALS_PER_SIDE,
+        )
+        for batch in sampler
+    }

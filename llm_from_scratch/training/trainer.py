@@ -40,12 +40,17 @@ from llm_from_scratch.precision import Precision, select_precision
 from llm_from_scratch.training.budget.recipe import Plan, recipe_plan
 from llm_from_scratch.training.budget.schedule import Deadline, Schedule
 from llm_from_scratch.training.budget.timing import Replan, RunBudget
+from llm_from_scratch.training.compiling import compiled
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
-from llm_from_scratch.training.global_batch import StepBatches, global_target_tokens
+from llm_from_scratch.training.global_batch import (
+    StepBatches,
+    batch_shapes,
+    global_target_tokens,
+)
 from llm_from_scratch.training.lock import discard_snapshots_after
 from llm_from_scratch.training.logging import RunLogger
-from llm_from_scratch.training.loss import summed_cross_entropy
+from llm_from_scratch.training.loss import ModelLoss
 from llm_from_scratch.training.optim import (
     build_optimizer,
     build_scheduler,
@@ -145,18 +150,32 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, training, self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = group["initial_lr"] = self.plan.lr
-        self.forward_model: torch.nn.Module = self.model
+        pad_id, smoothing = self.data.tgt_tok.pad_id, training.label_smoothing
+        self.model_loss = ModelLoss(self.model, self.precision, pad_id, smoothing)
+        self.forward_model: torch.nn.Module = self.model_loss
         if self.dist.enabled:
             ids = [self.device.index] if self.device.type == "cuda" else None
             # The position tables are the only buffers and never change: no broadcast per
             # forward.
             self.forward_model = DistributedDataParallel(
-                self.model, device_ids=ids, forward_sync_buffers=False
+                self.model_loss, device_ids=ids, forward_sync_buffers=False
             )
+        if training.compiles(self.device):
+            self.forward_model = compiled(self.forward_model, self._batch_shapes())
         if self.dist.rank:  # each rank its own dropout masks
             torch.manual_seed(dropout_seed(training.seed, self.dist.rank, self.dist.world_size, 0))
         if training.compiles(self.device):
             self.forward_model = torch.compile(self.forward_model)
+
+    def _batch_shapes(self) -> int:
+        """The distinct shapes of the first epoch's batches on this rank."""
+        loader = self.data.train_loader(
+            0,
+            rank=self.dist.rank,
+            world_size=self.dist.world_size,
+            batch_tokens=self.plan.batch_tokens,
+        )
+        return len(batch_shapes(loader.batch_sampler))
 
     def validator(self) -> Validator | None:
         """Validation of the current model, on the main process."""
@@ -170,7 +189,6 @@ class Trainer:
     def update(self, micro_batches: list[Batch]) -> StepStats:
         """Forward/backward every micro-batch, then one (guarded) optimizer step."""
         self.model.train()
-        pad_id = self.data.tgt_tok.pad_id
         local_tokens = sum(batch.tgt_tokens for batch in micro_batches)
         if isinstance(micro_batches, StepBatches):  # as `batches` makes them
             global_tokens = micro_batches.global_target_tokens
@@ -185,10 +203,7 @@ class Trainer:
             last = index == len(micro_batches) - 1
             no_sync = self.dist.enabled and not last
             with self.forward_model.no_sync() if no_sync else nullcontext():
-                with self.precision.autocast():
-                    logits = self.forward_model(batch.src, batch.src_mask, batch.tgt_in)
-                smoothing = self.config.training.label_smoothing
-                loss = summed_cross_entropy(logits, batch.tgt_out, pad_id, smoothing)
+                loss = self.forward_model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out)
                 self.scaler.scale(loss * scale).backward()
             total_loss += loss.detach()
         self.scaler.unscale_(self.optimizer)  # and records its own inf check, for `update`
@@ -507,6 +522,7 @@ class Trainer:
         )
         if precision is not None:
             self.precision, self.scaler = precision, precision.grad_scaler()
+            self.model_loss.precision = precision
         self.scaler.load_state_dict(saved.state["scaler"])
         set_rng_state(saved.state["rng"], self.device)
         if self.dist.rank:  # the state saved is rank 0's
