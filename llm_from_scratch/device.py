@@ -1,5 +1,5 @@
-"""The one device resolver: training, decoding and benchmarks all pick devices through it; and
-the CPU threads training uses."""
+"""The one device resolver: training, decoding and benchmarks all pick devices through it; the
+wait for a device's queued work; and the CPU threads training uses."""
 
 from __future__ import annotations
 
@@ -14,13 +14,39 @@ def resolve_device(name: str, key: str = "device") -> torch.device:
     """The device called `name`, checked to be usable here; `auto` is CUDA when available, else
     the CPU. `key` names the setting in the error message (e.g. `training.device`)."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-        torch.empty(0, device=device)
-    except (RuntimeError, AssertionError) as error:
-        raise ConfigError(f"{key}={name!r} is not usable: {str(error).splitlines()[0]}") from None
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        try:
+            device = torch.device(name)
+            if device.type == "cuda":
+                _check_cuda(device)
+            else:
+                torch.empty(0, device=device)
+        except (RuntimeError, AssertionError) as error:
+            message = str(error).splitlines()[0]
+            raise ConfigError(f"{key}={name!r} is not usable: {message}") from None
+    if device.type == "cuda":
+        # cuDNN's attention plans a kernel for each new shape of its inputs on the host, and
+        # training batches and every decoding step bring new lengths: its plans cost far more
+        # host time than its kernels save on the GPU. Off once, for the whole process.
+        torch.backends.cuda.enable_cudnn_sdp(False)
     return device
+
+
+def _check_cuda(device: torch.device) -> None:
+    """Raise where `device` is not a GPU here, without opening a CUDA context: one opened now
+    would be on GPU 0, from every DDP rank, before each picks its own."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA GPU is available")
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise RuntimeError(f"there are {torch.cuda.device_count()} CUDA GPUs")
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait until `device` has done the work queued on it (a no-op on the CPU, which does it as
+    it is asked): a clock read after this times the work, not its queueing."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def usable_cores() -> int:

@@ -32,6 +32,7 @@ from bench_model import (
     training_step,
 )
 
+from llm_from_scratch.device import resolve_device
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision, matmul_rate
 from llm_from_scratch.training.config import TrainingConfig
@@ -99,7 +100,7 @@ def main() -> None:
             return
         sys.exit(message)
     details = sys.stderr if args.table_rows else sys.stdout
-    device = torch.device(DEVICE)
+    device = resolve_device(DEVICE)  # cuDNN attention off, as training has it
     precision = Precision(device, args.precision)
     gpu = torch.cuda.get_device_name()
     print(f"{gpu}, torch {torch.__version__}, {args.precision}", file=details)

@@ -6,12 +6,10 @@ Masks follow the convention of `llm_from_scratch.model.masks`: bool, True = may 
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from llm_from_scratch.model.cache import KeyValueCache
 from llm_from_scratch.model.masks import causal_mask
@@ -88,11 +86,6 @@ class MultiHeadAttention(nn.Module):
 # better served by a kernel that never holds the whole (tgt_len, src_len) matrix.
 CPU_EXPLICIT_MAX_SCORES = {torch.bfloat16: 256 * 256, torch.float32: 64 * 64}
 
-# SDPA's kernels on GPUs, cuDNN's left out: cuDNN builds an execution plan for each new shape, on
-# the host, and translation batches (and every decoding step) bring new lengths, so its plans
-# cost far more host time than its kernels save on the GPU.
-GPU_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
-
 
 def attend(
     q: Tensor,
@@ -113,8 +106,8 @@ def attend(
     if need_weights or explicit:
         out, weights = explicit_attention(q, k, v, mask, is_causal)
         return out, weights if need_weights else None
-    with sdpa_kernel(GPU_BACKENDS) if q.device.type == "cuda" else nullcontext():
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal), None
+    # On CUDA without cuDNN's kernel, which `device.resolve_device` turns off for the process.
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal), None
 
 
 def explicit_attention(

@@ -49,10 +49,17 @@ def init_distributed(device_type: str) -> Distributed:
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size == 1:
         return Distributed()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if not dist.is_initialized():
-        # Collectives of small CPU tensors (flags, token counts) go through gloo in both cases.
-        dist.init_process_group(backend="cuda:nccl,cpu:gloo" if device_type == "cuda" else "gloo")
-    return Distributed(dist.get_rank(), world_size, int(os.environ.get("LOCAL_RANK", "0")))
+        if device_type == "cuda":
+            # This rank's own GPU, before anything touches CUDA: otherwise every rank opens a
+            # context on GPU 0. Collectives of small CPU tensors (the stop flags) go through gloo.
+            device = torch.device("cuda", local_rank)
+            torch.cuda.set_device(device)
+            dist.init_process_group(backend="cuda:nccl,cpu:gloo", device_id=device)
+        else:
+            dist.init_process_group(backend="gloo")
+    return Distributed(dist.get_rank(), world_size, local_rank)
 
 
 def shutdown_distributed() -> None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
+
+from llm_from_scratch.precision import Precision
 
 _BLOCK_ELEMENTS = 1 << 18  # one fp32 block of logits is 1 MiB
 PROFILER_RANGE = "cross_entropy"  # names the fused loss's operators in a torch.profiler trace
@@ -96,3 +98,22 @@ class _FusedCrossEntropy(torch.autograd.Function):
             if values is not block_logits:
                 block_logits.copy_(values)
         return logits, None, None, None
+
+
+class ModelLoss(nn.Module):
+    """The model's forward under `precision`'s autocast, and its summed loss, as one module:
+    what `torch.compile` compiles, so that the loss is in the same graph as the model."""
+
+    def __init__(
+        self, model: nn.Module, precision: Precision, pad_id: int, label_smoothing: float
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.precision = precision
+        self.pad_id = pad_id
+        self.label_smoothing = label_smoothing
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
+        with self.precision.autocast():
+            logits = self.model(src, src_mask, tgt_in)
+        return summed_cross_entropy(logits, tgt_out, self.pad_id, self.label_smoothing)

@@ -27,6 +27,30 @@ def build_optimizer(
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, fused=fused)
 
 
+def step_unless_nonfinite(
+    optimizer: torch.optim.Optimizer, grad_norm: torch.Tensor
+) -> torch.Tensor:
+    """`optimizer.step()`, which leaves the weights and moments as they are when `grad_norm` is
+    not finite; returns that decision (bool, on the device).
+
+    A fused optimizer takes the decision as GradScaler hands it over, a `found_inf` tensor that
+    the kernel itself reads, so the host never waits for the gradients. After DDP's all-reduce the
+    norm is every rank's, so every rank skips the same steps. A non-finite loss makes non-finite
+    gradients (its logits are), so the norm alone decides.
+    """
+    skipped = ~torch.isfinite(grad_norm)
+    if not optimizer.defaults.get("fused"):
+        if not skipped:  # an unfused optimizer cannot skip on the device
+            optimizer.step()
+        return skipped
+    optimizer.found_inf = skipped.float()  # type: ignore[attr-defined]
+    try:
+        optimizer.step()
+    finally:
+        del optimizer.found_inf  # type: ignore[attr-defined]
+    return skipped
+
+
 def lr_multiplier(step: int, kind: str, schedule: Schedule) -> float:
     """Fraction of the peak learning rate at optimizer step `step` (0-based): linear warm-up,
     then the decay.

@@ -93,17 +93,27 @@ def stop_reason(progress: Progress, steps: int, cfg: TrainingConfig) -> str | No
     return None
 
 
-def rng_state() -> dict[str, Any]:
-    """The random number generators' states, which a resumed run continues from."""
+def rng_state(device: torch.device) -> dict[str, Any]:
+    """The random number generators' states, which a resumed run continues from: the CPU's, and
+    on CUDA `device`'s only (touching every GPU would open a context on each, from every rank)."""
     return {
         "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "cuda": [torch.cuda.get_rng_state(device)] if device.type == "cuda" else [],
         "python": list(random.getstate()[1]),
     }
 
 
-def set_rng_state(state: dict[str, Any]) -> None:
+def set_rng_state(state: dict[str, Any], device: torch.device) -> None:
+    """Restore what `rng_state` saved (a checkpoint from before saved every GPU's: the first is
+    the first GPU's, the one a single-GPU run trained on)."""
     torch.set_rng_state(state["torch"].cpu())
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+    if state["cuda"] and device.type == "cuda":
+        torch.cuda.set_rng_state(state["cuda"][0].cpu(), device)
     random.setstate((3, tuple(state["python"]), None))
+
+
+def dropout_seed(seed: int, rank: int, world_size: int, step: int) -> int:
+    """The seed of DDP rank `rank`'s dropout masks from `step` on: each rank its own, and none
+    another rank's or another step's (rank 0 keeps the single-process run's generator, and only
+    its state is saved)."""
+    return seed + rank + step * world_size

@@ -1,19 +1,42 @@
 """Training statistics: one step's, and the window of steps a log line averages (the run's own
-step time, which a time budget plans again from, is `budget.timing.RunTiming`)."""
+step time, which a time budget plans again from, is `budget.timing.RunTiming`).
+
+A step's loss, gradient norm and skip flag stay on the device: reading one on the host would make
+the host wait for the device's queued work every step. The window keeps them as they are and
+reads all of them in one transfer when it is settled, at a log step (or before a validation or a
+save, which wait for the device anyway).
+"""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
+import torch
+
 
 @dataclass
 class StepStats:
-    loss: float  # label-smoothed loss per target token
-    grad_norm: float
+    loss_sum: torch.Tensor  # (device) label-smoothed loss summed over this rank's target tokens
+    grad_norm: torch.Tensor  # (device) before clipping
+    skipped: torch.Tensor  # (device, bool) non-finite gradients: the optimizer left the weights
     target_tokens: int
     padded_tokens: int  # source + target positions including padding
     real_tokens: int  # source + target tokens
+
+    @property
+    def loss(self) -> float:
+        """The loss per target token, read on the host (it waits for the device)."""
+        return self.loss_sum.item() / max(self.target_tokens, 1)
+
+
+@dataclass(frozen=True)
+class SettledStep:
+    """A step's statistics as read on the host."""
+
+    step: int
+    loss: float  # per target token
+    grad_norm: float
     skipped: bool
 
 
@@ -22,24 +45,46 @@ class LogWindow:
     """Training statistics since the last log line, averaged when it is written."""
 
     start: float = field(default_factory=time.perf_counter)
-    steps: int = 0
-    loss_sum: float = 0.0  # per-token loss weighted by target tokens
+    steps: int = 0  # updates taken (skipped ones left out)
+    loss_sum: float = 0.0
     grad_norm_sum: float = 0.0
     target_tokens: int = 0
     real_tokens: int = 0
     padded_tokens: int = 0
+    pending: list[tuple[int, StepStats]] = field(default_factory=list)  # added, not yet read
 
-    def add(self, stats: StepStats) -> None:
-        if stats.skipped:  # a non-finite loss would poison the averages; the guard logs it
-            return
-        self.steps += 1
-        self.loss_sum += stats.loss * stats.target_tokens
-        self.grad_norm_sum += stats.grad_norm
-        self.target_tokens += stats.target_tokens
-        self.real_tokens += stats.real_tokens
-        self.padded_tokens += stats.padded_tokens
+    def add(self, step: int, stats: StepStats) -> None:
+        self.pending.append((step, stats))
+
+    def settle(self) -> list[SettledStep]:
+        """Read the pending steps in one transfer, add the updates taken (a skipped one's
+        non-finite loss would poison the averages) and return them all, in order."""
+        if not self.pending:
+            return []
+        values = torch.stack(
+            [
+                torch.stack([s.loss_sum.double(), s.grad_norm.double(), s.skipped.double()])
+                for _, s in self.pending
+            ]
+        ).tolist()
+        settled = []
+        for (step, stats), (loss_sum, grad_norm, skipped) in zip(self.pending, values, strict=True):
+            settled.append(
+                SettledStep(step, loss_sum / max(stats.target_tokens, 1), grad_norm, bool(skipped))
+            )
+            if skipped:
+                continue
+            self.steps += 1
+            self.loss_sum += loss_sum
+            self.grad_norm_sum += grad_norm
+            self.target_tokens += stats.target_tokens
+            self.real_tokens += stats.real_tokens
+            self.padded_tokens += stats.padded_tokens
+        self.pending = []
+        return settled
 
     def summary(self, world_size: int) -> dict[str, float]:
+        """The averages of the settled steps (`settle` first)."""
         seconds = max(time.perf_counter() - self.start, 1e-9)
         return {
             "train/loss": self.loss_sum / max(self.target_tokens, 1),

@@ -31,20 +31,32 @@ from llm_from_scratch.checkpoint import (
     save_checkpoint,
 )
 from llm_from_scratch.data.batch import Batch
+from llm_from_scratch.data.batching import TokenBudgetBatchSampler
 from llm_from_scratch.data.datamodule import DataModule
-from llm_from_scratch.device import resolve_device
+from llm_from_scratch.device import resolve_device, synchronize
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.precision import Precision, select_precision
 from llm_from_scratch.training.budget.recipe import Plan, recipe_plan
 from llm_from_scratch.training.budget.schedule import Deadline, Schedule
 from llm_from_scratch.training.budget.timing import Replan, RunBudget
+from llm_from_scratch.training.compiling import compiled
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
+from llm_from_scratch.training.global_batch import (
+    StepBatches,
+    batch_shapes,
+    global_target_tokens,
+)
 from llm_from_scratch.training.lock import discard_snapshots_after
 from llm_from_scratch.training.logging import RunLogger
-from llm_from_scratch.training.loss import summed_cross_entropy
-from llm_from_scratch.training.optim import build_optimizer, build_scheduler, lr_multiplier
+from llm_from_scratch.training.loss import ModelLoss
+from llm_from_scratch.training.optim import (
+    build_optimizer,
+    build_scheduler,
+    lr_multiplier,
+    step_unless_nonfinite,
+)
 from llm_from_scratch.training.parent import Parent
 from llm_from_scratch.training.profiling import UPDATE_RANGE, StepProfiler, fetched
 from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
@@ -59,12 +71,13 @@ from llm_from_scratch.training.resume import (
 )
 from llm_from_scratch.training.state import (
     Progress,
+    dropout_seed,
     out_of_patience,
     out_of_steps,
     rng_state,
     set_rng_state,
 )
-from llm_from_scratch.training.stats import LogWindow, StepStats
+from llm_from_scratch.training.stats import LogWindow, SettledStep, StepStats
 from llm_from_scratch.training.stop import Stopped, StopRequest
 from llm_from_scratch.training.validation import Validator, corpus_metric
 
@@ -112,6 +125,9 @@ class Trainer:
             precision = Precision(device, "fp32")
         self.precision = precision
         self.device = device
+        if device.type == "cuda" and precision.name == "fp32":
+            # TF32 matrix products: fp32's range with a 10-bit mantissa, on the tensor cores.
+            torch.set_float32_matmul_precision("high")
         self._build_model()
         self.scheduler = build_scheduler(self.optimizer, config.training.schedule, self.schedule)
         self.scaler = self.precision.grad_scaler()
@@ -134,12 +150,32 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, training, self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = group["initial_lr"] = self.plan.lr
-        self.forward_model: torch.nn.Module = self.model
+        pad_id, smoothing = self.data.tgt_tok.pad_id, training.label_smoothing
+        self.model_loss = ModelLoss(self.model, self.precision, pad_id, smoothing)
+        self.forward_model: torch.nn.Module = self.model_loss
         if self.dist.enabled:
             ids = [self.device.index] if self.device.type == "cuda" else None
-            self.forward_model = DistributedDataParallel(self.model, device_ids=ids)
+            # The position tables are the only buffers and never change: no broadcast per
+            # forward.
+            self.forward_model = DistributedDataParallel(
+                self.model_loss, device_ids=ids, forward_sync_buffers=False
+            )
+        if training.compiles(self.device):
+            self.forward_model = compiled(self.forward_model, self._batch_shapes())
+        if self.dist.rank:  # each rank its own dropout masks
+            torch.manual_seed(dropout_seed(training.seed, self.dist.rank, self.dist.world_size, 0))
         if training.compiles(self.device):
             self.forward_model = torch.compile(self.forward_model)
+
+    def _batch_shapes(self) -> int:
+        """The distinct shapes of the first epoch's batches on this rank."""
+        loader = self.data.train_loader(
+            0,
+            rank=self.dist.rank,
+            world_size=self.dist.world_size,
+            batch_tokens=self.plan.batch_tokens,
+        )
+        return len(batch_shapes(loader.batch_sampler))
 
     def validator(self) -> Validator | None:
         """Validation of the current model, on the main process."""
@@ -153,42 +189,41 @@ class Trainer:
     def update(self, micro_batches: list[Batch]) -> StepStats:
         """Forward/backward every micro-batch, then one (guarded) optimizer step."""
         self.model.train()
-        pad_id = self.data.tgt_tok.pad_id
         local_tokens = sum(batch.tgt_tokens for batch in micro_batches)
+        if isinstance(micro_batches, StepBatches):  # as `batches` makes them
+            global_tokens = micro_batches.global_target_tokens
+        else:
+            global_tokens = self.dist.sum(local_tokens)
         # DDP averages gradients over ranks; scaling by world_size / global tokens turns that
         # average into the per-token mean of the whole global batch.
-        scale = self.dist.world_size / max(self.dist.sum(local_tokens), 1)
+        scale = self.dist.world_size / max(global_tokens, 1)
         total_loss = torch.zeros((), device=self.device)
         for index, batch in enumerate(micro_batches):
             batch = batch.to(self.device, non_blocking=True)
             last = index == len(micro_batches) - 1
             no_sync = self.dist.enabled and not last
             with self.forward_model.no_sync() if no_sync else nullcontext():
-                with self.precision.autocast():
-                    logits = self.forward_model(batch.src, batch.src_mask, batch.tgt_in)
-                smoothing = self.config.training.label_smoothing
-                loss = summed_cross_entropy(logits, batch.tgt_out, pad_id, smoothing)
+                loss = self.forward_model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out)
                 self.scaler.scale(loss * scale).backward()
             total_loss += loss.detach()
-        self.scaler.unscale_(self.optimizer)
+        self.scaler.unscale_(self.optimizer)  # and records its own inf check, for `update`
         clip_norm = self.config.training.clip_norm
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip_norm)
-        finite = bool(torch.isfinite(total_loss) and torch.isfinite(grad_norm))
-        if finite or self.scaler.is_enabled():
-            self.scaler.step(self.optimizer)  # GradScaler itself skips non-finite gradients
-        self.scaler.update()  # and backs its scale off when it did
+        skipped = step_unless_nonfinite(self.optimizer, grad_norm)
+        self.scaler.update()  # fp16: backs the loss scale off after a skipped step
         self.optimizer.zero_grad(set_to_none=True)
-        if finite:  # a skipped update leaves the schedule where it was
-            self.scheduler.step()
+        # Every update moves the schedule on, skipped ones too, as `Progress.step` counts them:
+        # the host never waits to learn whether the step was taken.
+        self.scheduler.step()
         padded = sum(b.src.numel() + b.tgt_in.numel() for b in micro_batches)
         real = sum(b.src_tokens + b.tgt_tokens for b in micro_batches)
         return StepStats(
-            loss=total_loss.item() / max(local_tokens, 1),
-            grad_norm=grad_norm.item(),
+            loss_sum=total_loss,
+            grad_norm=grad_norm.detach(),
+            skipped=skipped,
             target_tokens=local_tokens,
             padded_tokens=padded,
             real_tokens=real,
-            skipped=not finite,
         )
 
     # ---- the loop -----------------------------------------------------------------------------
@@ -234,30 +269,44 @@ class Trainer:
         early_stopping = training.patience is not None
         budget = RunBudget(self.replan, self.deadline, early_stopping, self.progress.step)
         metrics: dict[str, float] = {}
+
+        def now() -> float:
+            """The clock once the device has done the steps queued so far."""
+            synchronize(self.device)
+            time_now = self.clock()
+            self.progress.elapsed = start_elapsed + time_now - started
+            return time_now
+
         for micro_batches in fetched(self.batches()):
             stats = self.update(micro_batches)
             self.progress.step += 1
-            now = self.clock()
-            self.progress.elapsed = start_elapsed + now - started
-            self._guard(stats)
-            window.add(stats)
-            bar.advance()
             step = self.progress.step
-            budget.timing.add(step, now, stats.real_tokens)
-            if budget.replan_due(step, self.schedule):
+            window.add(step, stats)
+            bar.advance()
+            # Every rank has taken the same steps of the same epochs (each epoch gives every
+            # rank as many batches): no rank needs to ask the others.
+            stop = out_of_steps(self.progress, self.schedule.steps, training)
+            validates = step % self.schedule.eval_every == 0 or stop
+            saves = step % self.schedule.save_every == 0 or stop
+            logs = step % training.log_every == 0 or step == 1
+            replans = budget.replan_due(step, self.schedule)
+            # Only these steps read the clock: a read waits for the device.
+            timed = logs or validates or saves or replans or budget.timing.starts_at(step)
+            step_end = now() if timed else None
+            budget.timing.add(step, step_end, stats.real_tokens)
+            if replans:
+                assert step_end is not None
                 self.replan = None  # once: a second `fit` of this trainer keeps the plan
-                self._follow(budget.replanned(self.schedule, step, now))
+                self._follow(budget.replanned(self.schedule, step, step_end))
                 bar.set_total(self.schedule.steps)
-            pause_start = self.clock()
-            if step % training.log_every == 0 or step == 1:
-                scalars = window.summary(self.dist.world_size)
-                scalars["train/lr"] = self.scheduler.get_last_lr()[0]
-                bar.show_training(scalars["train/loss"], scalars["train/tokens_per_second"])
-                log.scalars(scalars, step)
+            if logs:
+                self._log_step(window, bar, log, step)
                 window = LogWindow()
-            stop = self.dist.any(out_of_steps(self.progress, self.schedule.steps, training))
-            if step % self.schedule.eval_every == 0 or stop:
-                fits = stop or budget.validation_fits(now, self.schedule, step)
+            if validates or saves:
+                self._guard(window.settle())  # what a checkpoint saves includes every step
+            if validates:
+                assert step_end is not None
+                fits = stop or budget.validation_fits(step_end, self.schedule, step)
                 if validator is not None and fits:
                     with bar.validating(len(validator.bleu_subset)):
                         metrics = validator.run(step, log)
@@ -265,18 +314,39 @@ class Trainer:
                     window = LogWindow()  # tokens/s measures training, not validation
                 stop = self._early_stop(stop)
             self.progress.finished = stop
-            if step % self.schedule.save_every == 0 or stop:
+            if saves:
                 # The snapshot first: a run killed between the two writes resumes from the
                 # previous last.pt and writes this snapshot again, so it averages the same.
                 self._snapshot(step)
                 self.save(self.run_dir.last)
             if stop:
                 return metrics
-            if self.dist.any(request.requested):  # every rank stops at the same step
+            # Every rank stops at the same step: under DDP they agree at the steps that log,
+            # validate or save, so that no other step waits for the others.
+            agree = not self.dist.enabled or logs or validates or saves
+            if agree and self.dist.any(request.requested):
+                self._guard(window.settle())
+                now()
                 self._stop_on_signal(request.signum, saved=step % self.schedule.save_every == 0)
-            budget.timing.pause(self.clock() - pause_start)
+            if validates or saves:
+                assert step_end is not None
+                budget.timing.pause(now() - step_end)
             profiler.step()
         return metrics
+
+    def _log_step(self, window: LogWindow, bar: TrainingBar, log: RunLogger, step: int) -> None:
+        """Read the window's steps on the host (the one wait for the device between log steps),
+        check them for non-finite updates, and log their averages."""
+        self._guard(window.settle())
+        scalars = window.summary(self.dist.world_size)
+        scalars["train/lr"] = self.scheduler.get_last_lr()[0]
+        if self.scaler.is_enabled():  # fp16: a scale that keeps falling says the run diverges
+            scalars["train/loss_scale"] = self.scaler.get_scale()
+        if self.device.type == "cuda":  # retries: the allocator ran short and freed its cache
+            retries = torch.cuda.memory_stats(self.device).get("num_alloc_retries", 0)
+            scalars["train/allocator_retries"] = retries
+        bar.show_training(scalars["train/loss"], scalars["train/tokens_per_second"])
+        log.scalars(scalars, step)
 
     def _stop_on_signal(self, signum: int | None, saved: bool) -> None:
         """The step is done (validation and snapshot included, as an uninterrupted run does
@@ -301,7 +371,7 @@ class Trainer:
         self.progress.record_plan(schedule, first=False)
         self.plan = replace(self.plan, schedule=schedule)
 
-    def batches(self) -> Iterator[list[Batch]]:
+    def batches(self) -> Iterator[StepBatches]:
         """Each optimizer step's batches: groups of `accumulation_steps` batches, epoch after
         epoch, from the saved position."""
         while True:
@@ -317,29 +387,38 @@ class Trainer:
             for batch in loader:
                 group.append(batch)
                 if len(group) == self.config.training.accumulation_steps:
-                    self.progress.batch_in_epoch += len(group)
-                    yield group
+                    yield self._step_batches(loader.batch_sampler, group)
                     group = []
             if group:  # the epoch's remainder makes one smaller step
-                self.progress.batch_in_epoch += len(group)
-                yield group
+                yield self._step_batches(loader.batch_sampler, group)
             self.progress.epoch += 1
             self.progress.batch_in_epoch = 0
 
-    def _guard(self, stats: StepStats) -> None:
+    def _step_batches(self, sampler: TokenBudgetBatchSampler, group: list[Batch]) -> StepBatches:
+        """`group`, the next of this rank's batches, as one step's, which it counts done."""
+        first = self.progress.batch_in_epoch
+        self.progress.batch_in_epoch += len(group)
+        if not self.dist.enabled:
+            return StepBatches(group, sum(batch.tgt_tokens for batch in group))
+        return StepBatches(group, global_target_tokens(sampler, first, len(group)))
+
+    def _guard(self, settled: list[SettledStep]) -> None:
+        """Warn of each skipped step in `settled` (steps as `LogWindow.settle` read them), and
+        stop the run at `max_nonfinite` of them in a row."""
         progress = self.progress
-        progress.nonfinite_in_a_row = progress.nonfinite_in_a_row + 1 if stats.skipped else 0
-        if stats.skipped:
-            logger.warning(
-                f"step {progress.step}: non-finite loss or gradient norm (loss {stats.loss}, "
-                f"grad norm {stats.grad_norm}); update skipped"
-            )
-        if progress.nonfinite_in_a_row >= self.config.training.max_nonfinite:
-            raise TrainingError(
-                f"{progress.nonfinite_in_a_row} non-finite updates in a row at step "
-                f"{progress.step}: lower training.lr, raise training.warmup_steps, or use "
-                "training.precision=fp32"
-            )
+        for stats in settled:
+            progress.nonfinite_in_a_row = progress.nonfinite_in_a_row + 1 if stats.skipped else 0
+            if stats.skipped:
+                logger.warning(
+                    f"step {stats.step}: non-finite loss or gradient norm (loss {stats.loss}, "
+                    f"grad norm {stats.grad_norm}); update skipped"
+                )
+            if progress.nonfinite_in_a_row >= self.config.training.max_nonfinite:
+                raise TrainingError(
+                    f"{progress.nonfinite_in_a_row} non-finite updates in a row at step "
+                    f"{stats.step}: lower training.lr, raise training.warmup_steps, or use "
+                    "training.precision=fp32"
+                )
 
     def _record_validation(self, metrics: dict[str, float]) -> None:
         """Track the best dev BLEU, log the validation, and save `best.pt` when it improved."""
@@ -392,7 +471,7 @@ class Trainer:
             scaler=self.scaler.state_dict(),
             precision=self.precision.name,
             progress=asdict(self.progress),
-            rng=rng_state(),
+            rng=rng_state(self.device),
         )
         if self.lineage is not None:
             state["parent"] = self.lineage
@@ -443,8 +522,14 @@ class Trainer:
         )
         if precision is not None:
             self.precision, self.scaler = precision, precision.grad_scaler()
+            self.model_loss.precision = precision
         self.scaler.load_state_dict(saved.state["scaler"])
-        set_rng_state(saved.state["rng"])
+        set_rng_state(saved.state["rng"], self.device)
+        if self.dist.rank:  # the state saved is rank 0's
+            world_size = self.dist.world_size
+            torch.manual_seed(
+                dropout_seed(training.seed, self.dist.rank, world_size, saved.progress.step)
+            )
         if self.dist.is_main:
             afresh = "" if saved.has_optimizer else " (the optimizer's moments start afresh)"
             logger.info("resumed %s at step %d%s", saved.path, self.progress.step, afresh)

@@ -158,7 +158,10 @@ def test_a_second_signal_exits_at_once_without_saving(copy_corpus, tmp_path):
 def test_under_torchrun_the_ranks_stop_at_the_same_step(copy_corpus, tmp_path):
     run_dir = tmp_path / "run"
     stopped = interrupted(copy_corpus, run_dir, [signal.SIGTERM], launcher=TORCHRUN, rank=1)
-    step = PAUSE + 1  # rank 1 got the signal; rank 0 stops with it, and saves
+    # Rank 1 got the signal; the ranks agree on it at the next step that logs, validates or
+    # saves (no other step waits for a collective), where rank 0 stops with it, and saves.
+    step = 8
+    assert step > PAUSE + 1 and "training.eval_every=4" in STEPS
     line = f"stopped at step {step}: saved {run_dir / 'last.pt'}; run the same command to resume"
     assert stopped.stderr.count(line) == 1, stopped.stderr[-3000:]
     assert load_checkpoint(run_dir / "last.pt")["progress"]["step"] == step

@@ -17,6 +17,7 @@ from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.training.run import train_run
+from llm_from_scratch.training.stats import LogWindow
 from llm_from_scratch.training.trainer import Trainer, TrainingError
 from tests.decoding.builders import MISFIT_MESSAGES, misfit_weights
 
@@ -223,11 +224,13 @@ def test_nonfinite_loss_skips_the_update(copy_task, tmp_path, monkeypatch):
     before = [p.detach().clone() for p in trainer.model.parameters()]
     original_forward = trainer.model.forward
     monkeypatch.setattr(trainer.model, "forward", lambda *a: original_forward(*a) * float("nan"))
-    stats = trainer.update([batch])
-    assert stats.skipped
+    window = LogWindow()
+    for step in (1, 2, 3):
+        window.add(step, trainer.update([batch]))
     for old, new in zip(before, trainer.model.parameters(), strict=True):
         assert torch.equal(old, new)
-    trainer._guard(stats)
-    trainer._guard(stats)
-    with pytest.raises(TrainingError, match="3 non-finite updates in a row"):
-        trainer._guard(stats)
+    settled = window.settle()
+    assert [step.skipped for step in settled] == [True] * 3
+    trainer._guard(settled[:2])
+    with pytest.raises(TrainingError, match="3 non-finite updates in a row at step 3"):
+        trainer._guard(settled[2:])

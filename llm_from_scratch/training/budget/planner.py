@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from llm_from_scratch.checkpoint import save_checkpoint
 from llm_from_scratch.data.datamodule import DataModule
+from llm_from_scratch.device import synchronize
 from llm_from_scratch.training.budget.recipe import Plan, describe_recipe, recipe_plan
 from llm_from_scratch.training.budget.schedule import (
     Costs,
@@ -189,7 +190,9 @@ class BudgetPlanner:
             if validator is not None:
                 validator.rehearse()
 
+        def clock() -> float:  # the updates' queued device work done, not just queued
+            synchronize(trainer.device)
+            return self.clock()
+
         test_share = validator.test_share() if validator is not None else 0.0
-        return measure_costs(
-            run_step, rehearse, save, self.cfg.keep_snapshots, self.clock, test_share
-        )
+        return measure_costs(run_step, rehearse, save, self.cfg.keep_snapshots, clock, test_share)

@@ -33,8 +33,15 @@ class RunTiming:
     tokens: int = 0  # trained on
     _mark: tuple[int, float, float] | None = None  # steps, time and pauses at `recent_step`
 
-    def add(self, step: int, now: float, tokens: int) -> None:
+    def starts_at(self, step: int) -> bool:
+        """Whether the timing starts at the end of `step`: `add` then needs the time."""
+        return step == self.from_step
+
+    def add(self, step: int, now: float | None, tokens: int) -> None:
+        """Count `step`, which ended at `now` (the device's work done; None: not read, which
+        only the step the timing starts at needs)."""
         if step == self.from_step:
+            assert now is not None
             self.start = now
         elif step > self.from_step:
             self.steps += 1
