@@ -33,6 +33,9 @@ DATA_VALUES: dict[str, dict[str, Any]] = {
         "num_workers": 1,
         "num_proc": 2,
         "bpe_dropout": 0.1,
+        "static_shapes": "true",
+        "shape_step": 16,
+        "max_shapes": 8,
     },
 }
 

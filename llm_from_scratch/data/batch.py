@@ -1,13 +1,17 @@
 """The `Batch` the model trains on, and the collate function that pads token ids into one.
 
 Mask convention of the whole project: bool, True = a real token (may be attended to).
+
+A batch of a static shape (data/shapes.py) ends with filler rows: index -1, the source a lone EOS
+(so attention has a key to attend to: a row of only masked keys would make NaN gradients), the
+target input a lone BOS, and no label.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -15,6 +19,7 @@ import torch
 
 from llm_from_scratch.data.cleaning import column, map_processes
 from llm_from_scratch.data.protocols import Tokenizer, model_text
+from llm_from_scratch.data.shapes import ShapePlan
 
 if TYPE_CHECKING:  # a translator reads no corpus, and importing datasets is slow
     import datasets
@@ -26,13 +31,22 @@ class Batch:
     src_mask: torch.Tensor  # (batch, src_len) bool, True = real token
     tgt_in: torch.Tensor  # (batch, tgt_len) long: BOS + target ids, then pad (decoder input)
     tgt_out: torch.Tensor  # (batch, tgt_len) long: target ids + EOS, then pad (labels)
-    tgt_mask: torch.Tensor  # (batch, tgt_len) bool, True = real token of tgt_in and tgt_out
-    indices: torch.Tensor  # (batch,) long: positions of the pairs in their dataset split
+    tgt_mask: torch.Tensor  # (batch, tgt_len) bool, True = a label of tgt_out (a pair's token)
+    indices: torch.Tensor  # (batch,) long: positions of the pairs in their split; -1: filler
+
+    # What the model and the loss read on the device; `tgt_mask` and `indices` are counted and
+    # looked up on the host, so `to` leaves them there.
+    device_fields: ClassVar[tuple[str, ...]] = ("src", "src_mask", "tgt_in", "tgt_out")
+
+    @property
+    def filler_rows(self) -> int:
+        """Rows that only complete a static shape (they hold no pair)."""
+        return int((self.indices < 0).sum())
 
     @property
     def src_tokens(self) -> int:
-        """Non-pad source tokens (EOS included)."""
-        return int(self.src_mask.sum())
+        """Non-pad source tokens (EOS included) of the pairs, filler rows' EOS left out."""
+        return int(self.src_mask.sum()) - self.filler_rows
 
     @property
     def tgt_tokens(self) -> int:
@@ -40,33 +54,39 @@ class Batch:
         return int(self.tgt_mask.sum())
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
-        return Batch(
-            **{
-                f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
-                for f in fields(self)
-            }
+        """The batch with its `device_fields` on `device`, the other fields as they are."""
+        return replace(
+            self, **self._map_device_fields(lambda t: t.to(device, non_blocking=non_blocking))
         )
 
     def pin_memory(self) -> Batch:
         """Called by `DataLoader(pin_memory=True)`, so CUDA copies can be asynchronous."""
-        return Batch(**{f.name: getattr(self, f.name).pin_memory() for f in fields(self)})
+        return replace(self, **self._map_device_fields(torch.Tensor.pin_memory))
+
+    def _map_device_fields(
+        self, function: Callable[[torch.Tensor], torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        return {name: function(getattr(self, name)) for name in self.device_fields}
 
 
-def pad(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad `sequences` into (batch, longest) ids and the matching True = real token mask."""
-    longest = max((len(seq) for seq in sequences), default=0)
-    ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+def pad(
+    sequences: Sequence[Sequence[int]], pad_id: int, length: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad `sequences` into (batch, length) ids and the matching True = real token mask;
+    `length` defaults to the longest sequence's."""
+    length = max((len(seq) for seq in sequences), default=0) if length is None else length
+    ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
     for row, seq in enumerate(sequences):
         ids[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
-    mask = torch.arange(longest) < torch.tensor([len(seq) for seq in sequences]).unsqueeze(1)
+    mask = torch.arange(length) < torch.tensor([len(seq) for seq in sequences]).unsqueeze(1)
     return ids, mask
 
 
 def encode_sources(
-    sequences: Sequence[Sequence[int]], src_tok: Tokenizer
+    sequences: Sequence[Sequence[int]], src_tok: Tokenizer, length: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Source ids as the encoder sees them, (batch, src_len) ids and mask: each ends with EOS."""
-    return pad([[*seq, src_tok.eos_id] for seq in sequences], src_tok.pad_id)
+    return pad([[*seq, src_tok.eos_id] for seq in sequences], src_tok.pad_id, length)
 
 
 @dataclass(frozen=True)
@@ -125,14 +145,19 @@ class BPEDropout:
 
 class Collator:
     """Turns dataset rows (`src_ids`, `tgt_ids`, `index`; with `bpe_dropout`, also the `src` and
-    `tgt` texts) into a `Batch`; picklable for workers."""
+    `tgt` texts) into a `Batch`, of its static shape under `shapes`; picklable for workers."""
 
     def __init__(
-        self, src_tok: Tokenizer, tgt_tok: Tokenizer, bpe_dropout: BPEDropout | None = None
+        self,
+        src_tok: Tokenizer,
+        tgt_tok: Tokenizer,
+        bpe_dropout: BPEDropout | None = None,
+        shapes: ShapePlan | None = None,
     ) -> None:
         self.src_tok = src_tok
         self.tgt_tok = tgt_tok
         self.bpe_dropout = bpe_dropout
+        self.shapes = shapes
 
     @property
     def columns(self) -> list[str]:
@@ -144,9 +169,24 @@ class Collator:
     def __call__(self, rows: Sequence[dict[str, Any]]) -> Batch:
         if self.bpe_dropout is not None:
             rows = [self.bpe_dropout.resample(row, self.src_tok, self.tgt_tok) for row in rows]
-        src, src_mask = encode_sources([row["src_ids"] for row in rows], self.src_tok)
+        sources = [row["src_ids"] for row in rows]
+        targets = [row["tgt_ids"] for row in rows]
+        indices = [row["index"] for row in rows]
         bos, eos, pad_id = self.tgt_tok.bos_id, self.tgt_tok.eos_id, self.tgt_tok.pad_id
-        tgt_in, tgt_mask = pad([[bos, *row["tgt_ids"]] for row in rows], pad_id)
-        tgt_out, _ = pad([[*row["tgt_ids"], eos] for row in rows], pad_id)
-        indices = torch.tensor([row["index"] for row in rows], dtype=torch.long)
-        return Batch(src, src_mask, tgt_in, tgt_out, tgt_mask, indices)
+        tgt_in = [[bos, *ids] for ids in targets]
+        tgt_out = [[*ids, eos] for ids in targets]
+        src_len = tgt_len = None
+        if self.shapes is not None:
+            size, src_len, tgt_len = self.shapes.batch_shape(
+                [len(ids) for ids in sources], [len(ids) for ids in targets]
+            )
+            fillers = size - len(rows)
+            sources += [[]] * fillers  # a lone EOS once encoded
+            tgt_in += [[bos]] * fillers
+            tgt_out += [[]] * fillers  # no label
+            indices += [-1] * fillers
+        src, src_mask = encode_sources(sources, self.src_tok, src_len)
+        tgt_in_ids, _ = pad(tgt_in, pad_id, tgt_len)
+        tgt_out_ids, tgt_mask = pad(tgt_out, pad_id, tgt_len)
+        indices_tensor = torch.tensor(indices, dtype=torch.long)
+        return Batch(src, src_mask, tgt_in_ids, tgt_out_ids, tgt_mask, indices_tensor)

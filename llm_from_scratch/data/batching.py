@@ -3,7 +3,9 @@
 One epoch's batches are a pure function of (seed, epoch): the examples are shuffled, cut into
 pools of `pool_size`, each pool is sorted by length and cut greedily into batches whose padded
 size fits `batch_tokens`, and the batches are shuffled. Resuming is then just skipping the first
-`start_batch` batches of that list, and DDP ranks take interleaved slices of it.
+`start_batch` batches of that list, and DDP ranks take interleaved slices of it. With static
+shapes (data/shapes.py) the shuffled examples are instead grouped by their shape and cut into
+that shape's rows.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from llm_from_scratch.data.config import SPECIALS_PER_SIDE
+from llm_from_scratch.data.shapes import ShapePlan
 from llm_from_scratch.errors import UserError
 
 
@@ -30,21 +33,27 @@ def pack(
 
     A single pair over the budget still gets a batch of its own: it cannot be split, and
     dropping it here would be silent (training data is length-filtered well below the budget).
+
+    The greedy cut a batch at a time rather than a pair at a time: a batch's cost only grows
+    with each pair it takes, and a batch can hold no more pairs than its first pair's padded
+    size fits into the budget, so each batch's size is a search in the running maxima of that
+    window. `data/reference.py` keeps the pair-by-pair loop it must equal.
     """
-    batches: list[list[int]] = []
-    current: list[int] = []
-    longest_src = longest_tgt = 0
-    for index in order:
-        src_max = max(longest_src, int(src_lens[index]))
-        tgt_max = max(longest_tgt, int(tgt_lens[index]))
-        cost = (len(current) + 1) * (src_max + tgt_max + 2 * SPECIALS_PER_SIDE)
-        if current and cost > batch_tokens:
-            batches.append(current)
-            current, src_max, tgt_max = [], int(src_lens[index]), int(tgt_lens[index])
-        current.append(int(index))
-        longest_src, longest_tgt = src_max, tgt_max
-    if current:
-        batches.append(current)
+    order = np.asarray(order, dtype=np.int64)
+    count = len(order)
+    src, tgt = np.asarray(src_lens)[order], np.asarray(tgt_lens)[order]
+    first_cost = src + tgt + 2 * SPECIALS_PER_SIDE
+    windows = np.minimum(count - np.arange(count), np.maximum(batch_tokens // first_cost, 1))
+    rows = np.arange(1, int(windows.max(initial=1)) + 1)
+    windows_at, indices = windows.tolist(), order.tolist()
+    batches, start = [], 0
+    while start < count:
+        end = start + windows_at[start]
+        longest = np.maximum.accumulate(src[start:end]) + np.maximum.accumulate(tgt[start:end])
+        costs = rows[: end - start] * (longest + 2 * SPECIALS_PER_SIDE)  # non-decreasing
+        size = max(int(np.searchsorted(costs, batch_tokens, side="right")), 1)
+        batches.append(indices[start : start + size])
+        start += size
     return batches
 
 
@@ -52,7 +61,8 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
     """Yields lists of example indices for one DDP rank; call `set_epoch` before each epoch.
 
     Training (`shuffle=True`) sorts within pools and shuffles the batches; evaluation sorts the
-    whole split by length and keeps that order.
+    whole split by length and keeps that order. With `shapes`, every batch is of one of its
+    shapes (pools play no part: a shape's examples are cut in shuffled order).
     """
 
     def __init__(
@@ -66,6 +76,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         shuffle: bool = True,
         rank: int = 0,
         world_size: int = 1,
+        shapes: ShapePlan | None = None,
     ) -> None:
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is outside world_size {world_size}")
@@ -77,6 +88,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         self.shuffle = shuffle
         self.rank = rank
         self.world_size = world_size
+        self.shapes = shapes
         self.epoch = 0
         self.start_batch = 0
         self._cached: tuple[int, list[list[int]]] | None = None  # (epoch, its batches)
@@ -95,6 +107,12 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
     def _make_batches(self) -> list[list[int]]:
         rng = np.random.default_rng([self.seed, self.epoch])
         count = len(self.src_lens)
+        if self.shapes is not None:
+            order = rng.permutation(count) if self.shuffle else np.arange(count)
+            batches = self.shapes.cut(order, self.src_lens, self.tgt_lens)
+            if self.shuffle:
+                batches = [batches[i] for i in rng.permutation(len(batches))]
+            return _divisible(batches, self.world_size)
         if self.shuffle:
             shuffled = rng.permutation(count)
             pools = [shuffled[i : i + self.pool_size] for i in range(0, count, self.pool_size)]
@@ -123,7 +141,8 @@ def _divisible(batches: list[list[int]], world_size: int) -> list[list[int]]:
     """Give every rank the same number of batches by halving the largest ones, never dropping.
 
     Halving a batch keeps it under the budget and its examples in the epoch, so the ranks stay
-    disjoint and together still cover every example.
+    disjoint and together still cover every example. A static shape's half keeps its shape: the
+    collator fills its rows.
     """
     batches = list(batches)
     while len(batches) % world_size:

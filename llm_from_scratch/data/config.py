@@ -13,9 +13,13 @@ The top-level fields say where the raw files come from; the cache keys on the fi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from llm_from_scratch.data.source_style import SOURCE_STYLES
 from llm_from_scratch.errors import ConfigError, check_choice, check_range
+
+if TYPE_CHECKING:  # a config is read before torch loads (`--help`)
+    import torch
 
 SOURCES = ("urls", "hub", "local", "archive")
 # How the raw files are laid out (see `CorpusConfig.splits` for what names a split in each).
@@ -27,6 +31,7 @@ CORPUS_COLUMN = "corpus"
 # Special tokens each side of a pair gains in a batch: the source ends with EOS; the target is
 # shifted into BOS-prefixed input and EOS-suffixed output, each one token longer than the text.
 SPECIALS_PER_SIDE = 1
+STATIC_SHAPES_CHOICES = ("auto", "true", "false")
 
 
 @dataclass
@@ -151,13 +156,28 @@ class LoadingConfig:
     # Before each epoch its segmentation's lengths are measured (in `num_proc` processes), so
     # that batches are planned on what they will hold.
     bpe_dropout: float = 0.0
+    # Training batches of at most `max_shapes` fixed (rows, source, target) shapes, lengths
+    # rounded up to multiples of `shape_step` (coarser for long ones; data/shapes.py), so a
+    # compiled model never meets a new shape. auto: on CUDA only, where the compiled model
+    # (and its CUDA graphs) need them; a CPU runs eagerly, faster on each batch's own shape.
+    static_shapes: str = "auto"
+    shape_step: int = 8
+    max_shapes: int = 32
 
     def __post_init__(self) -> None:
-        for key in ("batch_tokens", "pool_size"):
+        for key in ("batch_tokens", "pool_size", "shape_step", "max_shapes"):
             check_range(f"data.loading.{key}", getattr(self, key), 1)
         for key in ("num_workers", "num_proc"):
             check_range(f"data.loading.{key}", getattr(self, key), 0)
         check_range("data.loading.bpe_dropout", self.bpe_dropout, 0, 1)
+        self.static_shapes = str(self.static_shapes).lower()  # `=true` reaches a str as "True"
+        check_choice("data.loading.static_shapes", self.static_shapes, STATIC_SHAPES_CHOICES)
+
+    def uses_static_shapes(self, device: torch.device) -> bool:
+        """Whether training batches on `device` take static shapes."""
+        return self.static_shapes == "true" or (
+            self.static_shapes == "auto" and device.type == "cuda"
+        )
 
 
 @dataclass

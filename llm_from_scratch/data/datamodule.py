@@ -38,11 +38,12 @@ from llm_from_scratch.data.cleaning import (
     empty_dataset,
     tokenize,
 )
-from llm_from_scratch.data.config import SPLITS, DataConfig
+from llm_from_scratch.data.config import SPECIALS_PER_SIDE, SPLITS, DataConfig
 from llm_from_scratch.data.corpus import load_extra_train, load_splits
 from llm_from_scratch.data.mixture import kept_per_corpus, resample, sample_sizes
 from llm_from_scratch.data.placeholders import NUMBER_MASKING
 from llm_from_scratch.data.protocols import Tokenizer
+from llm_from_scratch.data.shapes import ShapePlan, plan_shapes
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import PathsConfig
@@ -66,6 +67,12 @@ class DataModule:
     _lengths: tuple[BPEDropout, tuple[np.ndarray, np.ndarray]] | None = field(
         default=None, init=False, repr=False
     )
+    # The static shapes of each batch budget (`shape_plan`), and the latest train loader with
+    # what it was built for: reused for the next epoch, so its workers persist.
+    _shape_plans: dict[int, ShapePlan] = field(default_factory=dict, init=False, repr=False)
+    _train_loader: tuple[tuple[Any, ...], DataLoader] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def train_loader(
         self,
@@ -77,8 +84,21 @@ class DataModule:
         batch_tokens: int | None = None,
     ) -> DataLoader:
         """This rank's batches of `epoch`, from its batch `start_batch` on (to resume), of
-        `batch_tokens` (default: `data.loading.batch_tokens`)."""
+        `batch_tokens` (default: `data.loading.batch_tokens`), in static shapes when
+        `data.loading.static_shapes` says so for `device`.
+
+        Without BPE-dropout the loader of the previous call is returned again when built for
+        the same rank, device and budget, moved to `epoch`: its workers, which persist, then
+        serve every epoch (a BPE-dropout epoch's collator differs, so it gets a new loader)."""
         train, loading = self.splits["train"], self.cfg.loading
+        batch_tokens = batch_tokens or loading.batch_tokens
+        device = torch.device(device)
+        shapes = self.shape_plan(batch_tokens) if loading.uses_static_shapes(device) else None
+        key = (rank, world_size, device, batch_tokens)
+        if not loading.bpe_dropout and self._train_loader and self._train_loader[0] == key:
+            loader = self._train_loader[1]
+            loader.batch_sampler.set_epoch(epoch, start_batch)
+            return loader
         bpe_dropout = None
         if loading.bpe_dropout:
             bpe_dropout = BPEDropout(
@@ -89,16 +109,33 @@ class DataModule:
             lengths = column(train, "src_len"), column(train, "tgt_len")
         sampler = TokenBudgetBatchSampler(
             *lengths,
-            batch_tokens or loading.batch_tokens,
+            batch_tokens,
             seed=loading.shuffle_seed,
             pool_size=loading.pool_size,
             rank=rank,
             world_size=world_size,
+            shapes=shapes,
         )
         sampler.set_epoch(epoch, start_batch)
-        return self._loader(
-            train, sampler, device, Collator(self.src_tok, self.tgt_tok, bpe_dropout)
-        )
+        collator = Collator(self.src_tok, self.tgt_tok, bpe_dropout, shapes)
+        loader = self._loader(train, sampler, device, collator, persistent=not bpe_dropout)
+        self._train_loader = (key, loader)
+        return loader
+
+    def shape_plan(self, batch_tokens: int) -> ShapePlan:
+        """The static shapes of training batches of `batch_tokens`, planned on the train
+        split's lengths (every epoch's, BPE-dropout's too, fit the longest cleaning keeps)."""
+        if batch_tokens not in self._shape_plans:
+            train, loading = self.splits["train"], self.cfg.loading
+            self._shape_plans[batch_tokens] = plan_shapes(
+                column(train, "src_len"),
+                column(train, "tgt_len"),
+                batch_tokens,
+                step=loading.shape_step,
+                max_shapes=loading.max_shapes,
+                longest=self.cfg.cleaning.max_tokens + SPECIALS_PER_SIDE,
+            )
+        return self._shape_plans[batch_tokens]
 
     def _resampled_lengths(self, bpe_dropout: BPEDropout) -> tuple[np.ndarray, np.ndarray]:
         """The epoch's lengths under `bpe_dropout`, kept for the epoch's later loaders."""
@@ -130,12 +167,16 @@ class DataModule:
         sampler: TokenBudgetBatchSampler,
         device: torch.device | str,
         collator: Collator,
+        persistent: bool = False,
     ) -> DataLoader:
+        """`persistent`: its workers (if any) outlive an epoch's iteration, for the next."""
+        workers = self.cfg.loading.num_workers
         return DataLoader(
             data.select_columns(collator.columns),
             batch_sampler=sampler,
             collate_fn=collator,
-            num_workers=self.cfg.loading.num_workers,
+            num_workers=workers,
+            persistent_workers=persistent and workers > 0,
             pin_memory=torch.device(device).type == "cuda",
             # Its own generator: iterating a DataLoader draws a seed, which must not come from
             # the global RNG, or resuming mid-epoch would shift every later dropout mask.

@@ -1,9 +1,12 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_from_scratch.data.batching import TokenBudgetBatchSampler, batch_cost
+from llm_from_scratch.data.batching import TokenBudgetBatchSampler, batch_cost, pack
+from llm_from_scratch.data.reference import reference_pack
 from llm_from_scratch.errors import UserError
 
 lengths = st.lists(st.integers(1, 30), min_size=1, max_size=300)
@@ -93,3 +96,30 @@ def test_evaluation_order_is_sorted_by_length_and_not_shuffled():
     batches = list(sampler(src, tgt, shuffle=False))
     order = [i for batch in batches for i in batch]
     assert list(np.asarray(tgt)[order]) == sorted(tgt)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lengths=st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80)), max_size=300),
+    budget=st.integers(1, 600),
+    data=st.data(),
+)
+def test_pack_cuts_exactly_as_the_pair_by_pair_reference(lengths, budget, data):
+    src = np.array([s for s, _ in lengths], dtype=np.int64)
+    tgt = np.array([t for _, t in lengths], dtype=np.int64)
+    order = data.draw(st.permutations(range(len(lengths))))
+    assert pack(order, src, tgt, budget) == reference_pack(order, src, tgt, budget)
+
+
+def test_pack_cuts_a_real_corpus_slice_exactly_as_the_reference():
+    """The everyday corpus's lengths (English words, Japanese characters), forty times over,
+    sorted as the sampler sorts a pool; scripts/bench_pack.py checks kyoto_wiki's too."""
+    corpus = Path(__file__).parent / "everyday"
+    english = (corpus / "everyday.en").read_text().splitlines()
+    japanese = (corpus / "everyday.ja").read_text().splitlines()
+    src = np.array([len(line.split()) for line in english] * 40)
+    tgt = np.array([len(line) for line in japanese] * 40)
+    order = np.random.default_rng(0).permutation(len(src))
+    order = order[np.lexsort((src[order], tgt[order]))]
+    for budget in (64, 4096, 65536):
+        assert pack(order, src, tgt, budget) == reference_pack(order, src, tgt, budget)
