@@ -24,10 +24,11 @@ SHAPES = 10  # more than Dynamo's default limit of 8 compilations
 @pytest.fixture
 def eager_dynamo(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="eager"))
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 8)
     torch._dynamo.reset()
     counters.clear()
-    yield
+    # Dynamo's own patch: monkeypatch's undo leaves its config module without the key.
+    with torch._dynamo.config.patch(recompile_limit=8):
+        yield
     torch._dynamo.reset()
 
 
