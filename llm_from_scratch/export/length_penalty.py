@@ -3,9 +3,10 @@ for this project's GNMT ((5 + L) / 6)^α."""
 
 from __future__ import annotations
 
-# The output length at which the exported length penalty grows at GNMT's rate: a sentence of
-# about a dozen words, the everyday length the default is trained on.
-TYPICAL_OUTPUT_TOKENS = 16
+# The output length at which the exported length penalty grows at GNMT's rate: the everyday
+# default's translations are short sentences of about this many tokens. Chosen on dev, where it
+# gave the most pipeline outputs equal to the project's search (docs/benchmarks.md, transformers).
+TYPICAL_OUTPUT_TOKENS = 7
 
 
 def length_penalty_beta(alpha: float, typical_tokens: int = TYPICAL_OUTPUT_TOKENS) -> float:
