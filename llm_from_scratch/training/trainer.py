@@ -164,8 +164,6 @@ class Trainer:
             self.forward_model = compiled(self.forward_model, self._batch_shapes())
         if self.dist.rank:  # each rank its own dropout masks
             torch.manual_seed(dropout_seed(training.seed, self.dist.rank, self.dist.world_size, 0))
-        if training.compiles(self.device):
-            self.forward_model = torch.compile(self.forward_model)
 
     def _batch_shapes(self) -> int:
         """The distinct shapes of the first epoch's batches on this rank."""

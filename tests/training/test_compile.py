@@ -41,6 +41,7 @@ def test_each_batch_shape_compiles_once(copy_task, tmp_path, eager_dynamo, monke
     monkeypatch.setattr(compiling, "MAX_STATIC_SHAPES", 10_000)  # static, however many
     trainer = Trainer(fp32(config, tmp_path / "run", compile="true"), data)
     epoch_shapes = trainer._batch_shapes()
+    assert trainer.forward_model._orig_mod is trainer.model_loss  # compiled once, not twice
     assert torch._dynamo.config.recompile_limit == max(8, epoch_shapes)
     by_shape = {}  # a step of each shape, in the epoch's order
     for group in itertools.islice(trainer.batches(), 200):
