@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import itertools
 
-from llm_from_scratch.training.global_batch import global_target_tokens
+import numpy as np
+
+from llm_from_scratch.data.batching import TokenBudgetBatchSampler
+from llm_from_scratch.data.shapes import plan_shapes
+from llm_from_scratch.training.global_batch import batch_shapes, global_target_tokens
 
 WORLD_SIZE, FIRST, COUNT = 2, 3, 2
 
@@ -20,3 +24,14 @@ def test_the_global_count_is_the_sum_over_the_ranks_batches(copy_task):
     )
     counted = [global_target_tokens(loader.batch_sampler, FIRST, COUNT) for loader in loaders]
     assert counted == [held, held]
+
+
+def test_static_batches_are_compiled_for_the_plan_s_shapes_not_their_longest_pairs():
+    rng = np.random.default_rng(0)
+    src = rng.integers(1, 60, 3_000)
+    tgt = np.minimum(src + rng.integers(0, 10, 3_000), 60)
+    plan = plan_shapes(src, tgt, 1024, step=8, max_shapes=6, longest=61)
+    sampler = TokenBudgetBatchSampler(src, tgt, 1024, seed=3, shapes=plan)
+    expected = {plan.batch_shape(src[b].tolist(), tgt[b].tolist()) for b in sampler}
+    assert batch_shapes(sampler) == expected
+    assert len(expected) <= 6 < len(batch_shapes(TokenBudgetBatchSampler(src, tgt, 1024, seed=3)))
