@@ -6,7 +6,9 @@ builds the trainer `make train` would, on the run's own batches, and the recipes
 for `--rounds` rounds of `--steps` updates, so a host's drifting load falls on all alike. For
 each recipe: the median update time, its ratio to the reference's, and how many of its updates
 take the time of the reference's `--budget-steps` (the step budget that searches a recipe at
-another's compute, e.g. a slow CPU's 30 minutes).
+another's compute, e.g. a slow CPU's 30 minutes). Without recipes: the short recipe against
+itself at the default recipe's batch size. `--table-rows` prints only rows of the `make bench`
+table (the details go to stderr).
 
     python scripts/bench_recipe.py --budget-steps 2263 \\
         "experiment=short tokenizer=bpe_4k training.short_run.dropout=0.0" \\
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import statistics
+import sys
 import time
 from collections.abc import Iterator
 
@@ -37,6 +40,9 @@ except ModuleNotFoundError as missing:  # a Python outside the project's .venv
     explain_and_exit(missing)
 
 
+DEFAULT_RECIPES = ["experiment=short", "experiment=short training.short_run.batch_tokens=4096"]
+
+
 def timed_trainer(config: TrainConfig, data: DataModule) -> tuple[Trainer, Iterator]:
     schedule = Schedule.of(config.training)
     trainer = Trainer(config, data, recipe_plan(config, schedule), clock=time.perf_counter)
@@ -48,11 +54,14 @@ def timed_trainer(config: TrainConfig, data: DataModule) -> tuple[Trainer, Itera
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("recipes", nargs="+", help="train overrides, one quoted string each")
+    parser.add_argument(
+        "recipes", nargs="*", default=DEFAULT_RECIPES, help="train overrides, one quoted each"
+    )
     parser.add_argument("--budget-steps", type=int, default=2263)
     parser.add_argument("--steps", type=int, default=10, help="updates a turn")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--table-rows", action="store_true", help="print `make bench` rows only")
     args = parser.parse_args()
     set_threads(args.threads)
     configs = [
@@ -71,11 +80,18 @@ def main() -> None:
                 trainer.update(next(batches))
             seconds.append((time.perf_counter() - start) / args.steps)
     reference = statistics.median(times[0])
-    print(f"{'update (s)':>10} {'ratio':>6} {'steps':>6}  recipe")
-    for text, seconds in zip(args.recipes, times, strict=True):
+    details = sys.stderr if args.table_rows else sys.stdout
+    print(f"{'update (s)':>10} {'ratio':>6} {'steps':>6}  recipe", file=details)
+    for index, (text, seconds) in enumerate(zip(args.recipes, times, strict=True)):
         step = statistics.median(seconds)
         steps = round(args.budget_steps * reference / step)
-        print(f"{step:10.3f} {step / reference:6.2f} {steps:6d}  {text}")
+        print(f"{step:10.3f} {step / reference:6.2f} {steps:6d}  {text}", file=details)
+        if args.table_rows and index:
+            print(
+                f"| recipe update (s): {text} | {step:.3f} | {reference:.3f} ({args.recipes[0]}) "
+                f"| {step / reference:.2f} | {steps} steps in the reference's "
+                f"{args.budget_steps} |"
+            )
 
 
 if __name__ == "__main__":

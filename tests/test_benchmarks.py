@@ -20,6 +20,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\| [^|]+ \| [^|]+ \| [^|]+ \|\s*(?:\d+\.\d\d)?\s*\| [^|]+ \|$")
 
 BENCHES = {
+    "bench_batching.py": ["experiment=smoke"],
+    "bench_recipe.py": [
+        "--steps=1",
+        "--rounds=1",
+        "experiment=smoke",
+        "experiment=smoke model.n_decoder_layers=1",
+    ],
     "bench_attention.py": ["--lengths", "8", "--tokens", "64", "--iterations", "1"],
     "bench_model.py": [
         "--batch=4",

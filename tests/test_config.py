@@ -16,6 +16,8 @@ from llm_from_scratch.programs.prepare_data import PrepareDataConfig
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.programs.train_tokenizer import TokenizerJobConfig
 from llm_from_scratch.schema import to_schema
+from llm_from_scratch.training.budget.recipe import recipe_plan
+from llm_from_scratch.training.budget.schedule import Schedule
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
@@ -287,6 +289,15 @@ def test_the_kftt_gpu_recipe_is_kftt_with_transformer_base_and_reads_either_corp
     on_the_mirror = train_config("experiment=kftt_gpu", "data=kyoto_wiki")
     assert on_the_mirror.data.name == "kyoto_wiki" and on_the_mirror.model == base
     assert on_the_mirror.data.loading == gpu.data.loading
+    trial = train_config("experiment=kftt_gpu", "training.max_time=null", "training.max_steps=900")
+    trial_plan = recipe_plan(trial, Schedule.of(trial.training))
+    assert trial_plan.schedule.short and trial_plan.model.n_decoder_layers == base.n_decoder_layers
+    assert trial_plan.batch_tokens == gpu.data.loading.batch_tokens // 2
+    cpu_trial = train_config("experiment=kftt", "training.max_time=null", "training.max_steps=900")
+    assert (
+        trial_plan.batch_tokens
+        >= 16 * recipe_plan(cpu_trial, Schedule.of(cpu_trial.training)).batch_tokens
+    )
 
 
 def test_the_finetune_recipe_starts_from_the_default_run_and_selects_on_the_domain(train_config):

@@ -132,6 +132,15 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         rank_batches = self.epoch_batches()[self.rank :: self.world_size]
         yield from rank_batches[self.start_batch :]
 
+    def padded_shape(self, batch: list[int]) -> tuple[int, int, int]:
+        """(rows, source length, target length) of `batch` as the collator pads it: to its static
+        shape, else to the longest of each side, its special token included."""
+        src_lens, tgt_lens = self.src_lens[batch], self.tgt_lens[batch]
+        if self.shapes is not None:
+            return self.shapes.batch_shape(src_lens.tolist(), tgt_lens.tolist())
+        longest_src, longest_tgt = int(src_lens.max()), int(tgt_lens.max())
+        return len(batch), longest_src + SPECIALS_PER_SIDE, longest_tgt + SPECIALS_PER_SIDE
+
     def __len__(self) -> int:
         """This rank's batches in the epoch, those skipped by `start_batch` excluded."""
         return max(len(self.epoch_batches()) // self.world_size - self.start_batch, 0)

@@ -35,21 +35,6 @@ def global_target_tokens(sampler: TokenBudgetBatchSampler, first: int, count: in
 
 
 def batch_shapes(sampler: TokenBudgetBatchSampler) -> set[tuple[int, int, int]]:
-    """The (rows, source length, target length) of this rank's batches of the sampler's epoch,
-    padded as the collator pads them: to the sampler's static shape, else to the longest of each
-    side, its special token included."""
-    src_lens, tgt_lens = sampler.src_lens, sampler.tgt_lens
-    if sampler.shapes is not None:
-        plan = sampler.shapes
-        return {
-            plan.batch_shape(src_lens[batch].tolist(), tgt_lens[batch].tolist())
-            for batch in sampler
-        }
-    return {
-        (
-            len(batch),
-            int(src_lens[batch].max()) + SPECIALS_PER_SIDE,
-            int(tgt_lens[batch].max()) + SPECIALS_PER_SIDE,
-        )
-        for batch in sampler
-    }
+    """The distinct (rows, source length, target length) of this rank's batches of the
+    sampler's epoch, padded as the collator pads them (`TokenBudgetBatchSampler.padded_shape`)."""
+    return {sampler.padded_shape(batch) for batch in sampler}

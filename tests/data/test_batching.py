@@ -113,7 +113,7 @@ def test_pack_cuts_exactly_as_the_pair_by_pair_reference(lengths, budget, data):
 
 def test_pack_cuts_a_real_corpus_slice_exactly_as_the_reference():
     """The everyday corpus's lengths (English words, Japanese characters), forty times over,
-    sorted as the sampler sorts a pool; scripts/bench_pack.py checks kyoto_wiki's too."""
+    sorted as the sampler sorts a pool; scripts/bench_batching.py checks kyoto_wiki's too."""
     corpus = Path(__file__).parent / "everyday"
     english = (corpus / "everyday.en").read_text().splitlines()
     japanese = (corpus / "everyday.ja").read_text().splitlines()

@@ -1,7 +1,7 @@
 """`training.compile`: the model and its loss compile as one module, each batch shape once, and
 never again after a pass over the shapes, not even for another trainer of the same model (the
-budget planner's probes are such trainers). Dynamo's `eager` backend traces as the inductor
-does, without its code generation, so that this runs on a CPU in seconds."""
+budget planner's probes are such trainers), over kyoto_wiki's epoch too. Dynamo's `eager`
+backend traces as the inductor does, without its code generation, so that this runs on a CPU."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ import torch
 import torch._dynamo
 from torch._dynamo.utils import counters
 
+from llm_from_scratch.data.batching import TokenBudgetBatchSampler
+from llm_from_scratch.programs.train import prepare_data
 from llm_from_scratch.training import compiling
+from llm_from_scratch.training.budget.planner import BudgetPlanner
 from llm_from_scratch.training.trainer import Trainer
 
 from .test_trainer import fp32
@@ -75,3 +78,49 @@ def test_the_compilation_limit_only_rises():
         assert torch._dynamo.config.recompile_limit == limit + 24
     finally:
         torch._dynamo.config.recompile_limit = limit
+
+
+@pytest.mark.slow
+def test_a_kyoto_wiki_epoch_takes_32_shapes_each_compiled_once_probes_included(
+    train_config, corpus_mirror, tmp_path, eager_dynamo
+):
+    """experiment=kyoto_wiki's own batches in static shapes, on the tiny model: at most 32 shapes
+    over the epoch for at most 10% more padded tokens than its dynamic batches; the budget
+    planner's probes, then a batch of every shape, then each again, compile each shape once."""
+    config = train_config(
+        "experiment=kyoto_wiki",
+        "model=tiny",
+        "training.compile=true",
+        "training.precision=fp32",
+        "training.max_time=1h",
+        "training.short_run=null",
+        "data.loading.static_shapes=true",
+        f"paths.root={tmp_path}",
+    )
+    data = prepare_data(config)
+    plan = BudgetPlanner(config, data).plan()
+    trainer = Trainer(config, data, plan)
+    static = trainer.data.train_loader(0).batch_sampler
+    dynamic = TokenBudgetBatchSampler(
+        static.src_lens, static.tgt_lens, static.batch_tokens, seed=static.seed
+    )
+    static_shapes = [static.padded_shape(batch) for batch in static]
+    static_padded, dynamic_padded = (
+        sum(rows * (src + tgt) for rows, src, tgt in map(sampler.padded_shape, sampler))
+        for sampler in (static, dynamic)
+    )
+    assert len(set(static_shapes)) <= 32 and static_padded <= 1.10 * dynamic_padded
+
+    probed = graphs()
+    by_shape = {}
+    for group in trainer.batches():
+        by_shape.setdefault((group[0].src.shape, group[0].tgt_in.shape), group)
+        if len(by_shape) == len(set(static_shapes)):
+            break
+    for group in by_shape.values():
+        trainer.update(group)
+    compiled = graphs()
+    assert 1 <= probed <= compiled == len(by_shape)  # one graph a shape, the probes' included
+    for group in by_shape.values():
+        trainer.update(group)
+    assert graphs() == compiled
