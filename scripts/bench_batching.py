@@ -5,8 +5,9 @@ pair-by-pair reference, and static shapes against the dynamic batches they repla
 
 The overrides are `make train`'s (default `experiment=kyoto_wiki`); the data stage is the run's
 own (the tokenizers and the tokenized cache, built on first use). One epoch of the train split is
-cut three ways, each timed: the dynamic batches (pools sorted by length, cut by `pack`), the same
-with `data.reference.reference_pack`, and the static plan (`data.loading.static_shapes=true`).
+cut three ways: the dynamic batches (pools sorted by length, cut by `pack`), the same with
+`data.reference.reference_pack` (these two timed, the median of three cuts each), and the static
+plan (`data.loading.static_shapes=true`).
 Rows: the seconds to cut the dynamic epoch (reference: the pair-by-pair pack, which must cut the
 same batches), the distinct batch shapes as the collator pads them, and the padded tokens
 (rows × (source + target), specials included) of the epoch, static against dynamic.
@@ -16,6 +17,7 @@ same batches), the distinct batch shapes as the collator pads them, and the padd
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -34,10 +36,17 @@ except ModuleNotFoundError as missing:  # a Python outside the project's .venv
     explain_and_exit(missing)
 
 
+REPEATS = 3
+
+
 def timed(function: Callable[[], list[list[int]]]) -> tuple[list[list[int]], float]:
-    start = time.perf_counter()
-    result = function()
-    return result, time.perf_counter() - start
+    """`function`'s result and its median time over `REPEATS` calls."""
+    seconds = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        result = function()
+        seconds.append(time.perf_counter() - start)
+    return result, statistics.median(seconds)
 
 
 def padded_tokens(shapes: list[tuple[int, int, int]]) -> int:
@@ -47,6 +56,10 @@ def padded_tokens(shapes: list[tuple[int, int, int]]) -> int:
 def epoch_shapes(sampler: TokenBudgetBatchSampler) -> list[tuple[int, int, int]]:
     """The padded (rows, source, target) of each of the epoch's batches, in order."""
     return [sampler.padded_shape(batch) for batch in sampler]
+
+
+def number(value: float) -> str:
+    return f"{value:,.2f}" if isinstance(value, float) else f"{value:,}"
 
 
 def main() -> None:
@@ -112,8 +125,8 @@ def main() -> None:
     if args.table_rows:
         for name, value, reference_value, reference_name, ratio in rows:
             print(
-                f"| batching: {name} | {value:,.2f} | {reference_value:,.2f} ({reference_name}) "
-                f"| {ratio:.2f} | {conditions} |"
+                f"| batching: {name} | {number(value)} | {number(reference_value)} "
+                f"({reference_name}) | {ratio:.2f} | {conditions} |"
             )
 
 
