@@ -1,14 +1,14 @@
 """The update time of training recipes against a reference, timed alternately in one process.
 
 Each recipe is a set of train overrides (the first is the reference); all must share the data
-and tokenizers (another vocabulary is another data stage: time it as its own reference). Each
-builds the trainer `make train` would, on the run's own batches, and the recipes take turns
-for `--rounds` rounds of `--steps` updates, so a host's drifting load falls on all alike. For
-each recipe: the median update time, its ratio to the reference's, and how many of its updates
-take the time of the reference's `--budget-steps` (the step budget that searches a recipe at
-another's compute, e.g. a slow CPU's 30 minutes). Without recipes: the short recipe against
-itself at the default recipe's batch size. `--table-rows` prints only rows of the `make bench`
-table (the details go to stderr).
+and tokenizers, though not their batching (`data.loading`); another vocabulary is another data
+stage: time it as its own reference. Each builds the trainer `make train` would, on the run's
+own batches, and the recipes take turns for `--rounds` rounds of `--steps` updates, so a host's
+drifting load falls on all alike. For each recipe: the median update time, its ratio to the
+reference's, and how many of its updates take the time of the reference's `--budget-steps` (the
+step budget that searches a recipe at another's compute, e.g. a slow CPU's 30 minutes). Without
+recipes: the short recipe against itself at the default recipe's batch size. `--table-rows`
+prints only rows of the `make bench` table (the details go to stderr).
 
     python scripts/bench_recipe.py --budget-steps 2263 \\
         "experiment=short tokenizer=bpe_4k training.short_run.dropout=0.0" \\
@@ -24,8 +24,10 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 try:
+    from llm_from_scratch.data.config import LoadingConfig
     from llm_from_scratch.data.datamodule import DataModule
     from llm_from_scratch.device import set_threads
     from llm_from_scratch.programs.common import compose_config
@@ -41,6 +43,12 @@ except ModuleNotFoundError as missing:  # a Python outside the project's .venv
 
 
 DEFAULT_RECIPES = ["experiment=short", "experiment=short training.short_run.batch_tokens=4096"]
+
+
+def prepared(config: TrainConfig) -> tuple[object, ...]:
+    """What the data stage prepares from: the tokenizers and the data settings but
+    `data.loading`, which only batches the prepared splits (a recipe may set its own)."""
+    return config.tokenizer, replace(config.data, loading=LoadingConfig())
 
 
 def timed_trainer(config: TrainConfig, data: DataModule) -> tuple[Trainer, Iterator]:
@@ -68,10 +76,11 @@ def main() -> None:
         recipe_config(compose_config("train", [*shlex.split(text), "name=bench"], TrainConfig))
         for text in args.recipes
     ]
-    if any((c.tokenizer, c.data) != (configs[0].tokenizer, configs[0].data) for c in configs):
+    if any(prepared(config) != prepared(configs[0]) for config in configs):
         parser.error("the recipes must share the data and tokenizers (time another as its own)")
     data = prepare_data(configs[0])
-    trainers = [timed_trainer(config, data) for config in configs]
+    # Each its own batching over the shared splits.
+    trainers = [timed_trainer(config, replace(data, cfg=config.data)) for config in configs]
     times: list[list[float]] = [[] for _ in configs]
     for _ in range(args.rounds):
         for (trainer, batches), seconds in zip(trainers, times, strict=True):

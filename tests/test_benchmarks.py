@@ -25,7 +25,7 @@ BENCHES = {
         "--steps=1",
         "--rounds=1",
         "experiment=smoke",
-        "experiment=smoke model.n_decoder_layers=1",
+        "experiment=smoke data.loading.static_shapes=true",
     ],
     "bench_attention.py": ["--lengths", "8", "--tokens", "64", "--iterations", "1"],
     "bench_model.py": [
