@@ -5,8 +5,9 @@ and tokenizers, though not their batching (`data.loading`); another vocabulary i
 stage: time it as its own reference. Each builds the trainer `make train` would, on the run's
 own batches, and the recipes take turns for `--rounds` rounds of `--steps` updates, so a host's
 drifting load falls on all alike. For each recipe: the median update time, its ratio to the
-reference's, and how many of its updates take the time of the reference's `--budget-steps` (the
-step budget that searches a recipe at another's compute, e.g. a slow CPU's 30 minutes). Without
+reference's, its target tokens a second (which differ where recipes batch differently), and how
+many of its updates take the time of the reference's `--budget-steps` (the step budget that
+searches a recipe at another's compute, e.g. a slow CPU's 30 minutes). Without
 recipes: the short recipe against itself at the default recipe's batch size. `--table-rows`
 prints only rows of the `make bench` table (the details go to stderr).
 
@@ -82,19 +83,26 @@ def main() -> None:
     # Each its own batching over the shared splits.
     trainers = [timed_trainer(config, replace(data, cfg=config.data)) for config in configs]
     times: list[list[float]] = [[] for _ in configs]
+    tokens = [0 for _ in configs]  # the timed updates' target tokens, filler rows' none
     for _ in range(args.rounds):
-        for (trainer, batches), seconds in zip(trainers, times, strict=True):
+        for index, (trainer, batches) in enumerate(trainers):
             start = time.perf_counter()
             for _ in range(args.steps):
-                trainer.update(next(batches))
-            seconds.append((time.perf_counter() - start) / args.steps)
+                group = next(batches)
+                trainer.update(group)
+                tokens[index] += sum(batch.tgt_tokens for batch in group)
+            times[index].append((time.perf_counter() - start) / args.steps)
     reference = statistics.median(times[0])
     details = sys.stderr if args.table_rows else sys.stdout
-    print(f"{'update (s)':>10} {'ratio':>6} {'steps':>6}  recipe", file=details)
+    header = f"{'update (s)':>10} {'ratio':>6} {'steps':>6} {'tgt tok/s':>9}  recipe"
+    print(header, file=details)
     for index, (text, seconds) in enumerate(zip(args.recipes, times, strict=True)):
         step = statistics.median(seconds)
         steps = round(args.budget_steps * reference / step)
-        print(f"{step:10.3f} {step / reference:6.2f} {steps:6d}  {text}", file=details)
+        speed = tokens[index] / (sum(seconds) * args.steps)
+        print(
+            f"{step:10.3f} {step / reference:6.2f} {steps:6d} {speed:9,.0f}  {text}", file=details
+        )
         if args.table_rows and index:
             print(
                 f"| recipe update (s): {text} | {step:.3f} | {reference:.3f} ({args.recipes[0]}) "

@@ -159,7 +159,8 @@ class LoadingConfig:
     # Training batches of at most `max_shapes` fixed (rows, source, target) shapes, lengths
     # rounded up to multiples of `shape_step` (coarser for long ones; data/shapes.py), so a
     # compiled model never meets a new shape. auto: on CUDA only, where the compiled model
-    # (and its CUDA graphs) need them; a CPU runs eagerly, faster on each batch's own shape.
+    # (and its CUDA graphs) need them; a CPU runs eagerly, as fast per target token either way
+    # (scripts/bench_recipe.py), and its recipes were chosen on each batch's own shape.
     static_shapes: str = "auto"
     shape_step: int = 8
     max_shapes: int = 32
