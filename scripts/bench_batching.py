@@ -83,14 +83,13 @@ def main() -> None:
             shapes=shapes,
         )
 
-    dynamic = sampler(static=False)
-    batches, ours = timed(dynamic._make_batches)
+    batches, ours = timed(lambda: sampler(static=False).epoch_batches())
     with mock.patch.object(batching, "pack", reference_pack):
-        reference_batches, reference = timed(dynamic._make_batches)
+        reference_batches, reference = timed(lambda: sampler(static=False).epoch_batches())
     if batches != reference_batches:
         sys.exit("bench_batching: pack and reference_pack cut different batches")
-    static = sampler(static=True)
-    static_shapes, dynamic_shapes = epoch_shapes(static), epoch_shapes(dynamic)
+    static_shapes = epoch_shapes(sampler(static=True))
+    dynamic_shapes = epoch_shapes(sampler(static=False))
     static_padded, dynamic_padded = padded_tokens(static_shapes), padded_tokens(dynamic_shapes)
     distinct_static, distinct_dynamic = len(set(static_shapes)), len(set(dynamic_shapes))
 

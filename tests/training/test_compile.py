@@ -102,7 +102,11 @@ def test_a_kyoto_wiki_epoch_takes_32_shapes_each_compiled_once_probes_included(
     trainer = Trainer(config, data, plan)
     static = trainer.data.train_loader(0).batch_sampler
     dynamic = TokenBudgetBatchSampler(
-        static.src_lens, static.tgt_lens, static.batch_tokens, seed=static.seed
+        static.src_lens,
+        static.tgt_lens,
+        static.batch_tokens,
+        seed=static.seed,
+        pool_size=static.pool_size,
     )
     static_shapes = [static.padded_shape(batch) for batch in static]
     static_padded, dynamic_padded = (
