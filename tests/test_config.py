@@ -313,6 +313,8 @@ def test_the_finetune_recipe_starts_from_the_default_run_and_selects_on_the_doma
             "small_parallel_enja",
             "tanaka_graded",
         ]
+        # the replay chosen on dev (docs/results.md, Fine-tuning), the domain's pairs twice
+        assert [member.weight for member in data.mixture.values()] == [2.0, 0.3, 0.3]
         # the parent's placeholders and sentence pairs, which its tokenizers were trained for
         everyday = train_config("data=everyday_mix").data
         for key in ("number_placeholders", "name_placeholders", "sentence_pairs"):
