@@ -89,7 +89,8 @@ def main() -> None:
     if batches != reference_batches:
         sys.exit("bench_batching: pack and reference_pack cut different batches")
     static_shapes = epoch_shapes(sampler(static=True))
-    dynamic_shapes = epoch_shapes(sampler(static=False))
+    dynamic = sampler(static=False)  # only to pad the batches cut above: it cuts none itself
+    dynamic_shapes = [dynamic.padded_shape(batch) for batch in batches]
     static_padded, dynamic_padded = padded_tokens(static_shapes), padded_tokens(dynamic_shapes)
     distinct_static, distinct_dynamic = len(set(static_shapes)), len(set(dynamic_shapes))
 
