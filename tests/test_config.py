@@ -86,13 +86,15 @@ def test_the_slow_cpu_recipe_is_the_one_searched_on_dev(train_config, tmp_path):
     from llm_from_scratch.training.run import recipe_config
 
     fresh = f"paths.run_dir={tmp_path / 'run'}"  # no run to resume
-    config = recipe_config(train_config("experiment=short", "training.max_steps=2263", fresh))
+    steps = ("training.max_steps=5169", "training.short_run.max_steps=5169")
+    config = recipe_config(train_config("experiment=short", *steps, fresh))
     plan = recipe_plan(config, Schedule.of(config.training))
+    assert plan.schedule.short and plan.schedule.steps == 5169
     assert (plan.model.n_encoder_layers, plan.model.n_decoder_layers) == (2, 2)
-    assert (plan.model.d_model, plan.model.d_ff, plan.model.dropout) == (256, 1024, 0.0)
-    assert (plan.lr, plan.batch_tokens, config.training.label_smoothing) == (1.5e-3, 2048, 0.1)
+    assert (plan.model.d_model, plan.model.d_ff, plan.model.dropout) == (128, 512, 0.0)
+    assert (plan.lr, plan.batch_tokens, config.training.label_smoothing) == (2.5e-3, 2048, 0.1)
     assert (config.tokenizer.vocab_size, config.tokenizer.shared) == (4000, False)
-    assert (plan.schedule.warmup_steps, plan.schedule.save_every) == (324, 136)
+    assert (plan.schedule.warmup_steps, plan.schedule.save_every) == (739, 310)
     # a corpus whose Japanese a 4k vocabulary cannot hold keeps its 8k
     steps = ("training.max_time=null", "training.max_steps=2263")
     kftt = train_config("experiment=kftt", *steps, fresh)
@@ -200,6 +202,12 @@ def test_keys_added_with_plus_are_refused_naming_the_closest(train_config, overr
         train_config(override)
 
 
+@pytest.mark.parametrize("width", [190, 193])
+def test_a_short_recipe_width_the_heads_cannot_split_is_refused_naming_its_key(train_config, width):
+    with pytest.raises(ConfigError, match=rf"^training\.short_run\.d_model={width} "):
+        train_config(f"training.short_run.d_model={width}")
+
+
 def test_unknown_key_is_rejected_at_composition(compose_config):
     from hydra.errors import ConfigCompositionException
 
@@ -291,7 +299,12 @@ def test_the_kftt_gpu_recipe_is_kftt_with_transformer_base_and_reads_either_corp
     assert on_the_mirror.data.loading == gpu.data.loading
     trial = train_config("experiment=kftt_gpu", "training.max_time=null", "training.max_steps=900")
     trial_plan = recipe_plan(trial, Schedule.of(trial.training))
-    assert trial_plan.schedule.short and trial_plan.model.n_decoder_layers == base.n_decoder_layers
+    assert trial_plan.schedule.short
+    assert (trial_plan.model.n_decoder_layers, trial_plan.model.d_model, trial_plan.model.d_ff) == (
+        base.n_decoder_layers,
+        base.d_model,
+        base.d_ff,
+    )
     assert trial_plan.batch_tokens == gpu.data.loading.batch_tokens // 2
     cpu_trial = train_config("experiment=kftt", "training.max_time=null", "training.max_steps=900")
     assert (

@@ -9,6 +9,15 @@ from llm_from_scratch.errors import ConfigError, check_choice, check_range
 ACTIVATIONS = ("relu", "gelu")
 
 
+def check_width(d_model: int, n_heads: int, key: str = "model.d_model") -> None:
+    """`d_model` (set by `key`) splits evenly into `n_heads` heads and sine-cosine pairs."""
+    if d_model % n_heads:
+        raise ConfigError(f"{key}={d_model} is not divisible by model.n_heads={n_heads}")
+    if d_model % 2:
+        # The sinusoidal encoding pairs each sine dimension with a cosine one.
+        raise ConfigError(f"{key}={d_model} must be even")
+
+
 @dataclass
 class ModelConfig:
     d_model: int = 256
@@ -32,12 +41,6 @@ class ModelConfig:
             "max_positions",
         ):
             check_range(f"model.{key}", getattr(self, key), 1)
-        if self.d_model % self.n_heads:
-            raise ConfigError(
-                f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}"
-            )
-        if self.d_model % 2:
-            # The sinusoidal encoding pairs each sine dimension with a cosine one.
-            raise ConfigError(f"model.d_model={self.d_model} must be even")
+        check_width(self.d_model, self.n_heads)
         check_range("model.dropout", self.dropout, 0, 1, high_open=True)
         check_choice("model.activation", self.activation, ACTIVATIONS)

@@ -226,6 +226,8 @@ def test_a_short_run_takes_the_short_recipe_whether_planned_or_set_by_max_steps(
         ("dropout", 1.0),
         ("warmup", 1.0),
         ("save_every", 0.0),
+        ("d_model", 0),
+        ("d_ff", 0),
     ],
 )
 def test_short_run_settings_are_checked(key, value):
@@ -714,8 +716,8 @@ def test_a_model_the_command_chose_is_kept_by_the_short_recipe(copy_task):
     assert schedule.short
     recipe = recipe_plan(config, schedule)
     assert (recipe.model.n_encoder_layers, recipe.model.dropout) == (2, 0.0)
+    assert (recipe.model.d_model, recipe.model.d_ff) == (short.d_model, short.d_ff)
     kept = recipe_plan(config, schedule, keep_model=True)
     assert kept.model == config.model and (kept.lr, kept.batch_tokens) == (3e-3, 300)
-    assert "1 encoder and 1 decoder layers (the model the command chose, kept)" in (
-        describe_recipe(kept)
-    )
+    kept_line = "1 encoder and 1 decoder layers of width 32 (feed-forward 64) (the model the"
+    assert kept_line in describe_recipe(kept)

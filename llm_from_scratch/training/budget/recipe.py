@@ -2,10 +2,11 @@
 
 A schedule of `training.short_run`'s recipe (a step budget of at most its `max_steps`, or a time
 budget's choice, see `planner.py`) trains that recipe's learning rate and batch size, and its
-layers and dropout in the run's model, unless the command chose the model (`model=...`): then
-the model is the one chosen, and the log says so. Its vocabulary size, where it sets one, is the
-run's tokenizers' (`recipe_tokenizers`) unless the command or a parent chose the tokenizers: the
-data stage tokenizes with them, so a time budget that picks the recipe prepares the data again.
+layers, width and dropout in the run's model, unless the command chose the model (`model=...`):
+then the model is the one chosen, and the log says so. Its vocabulary size, where it sets one, is
+the run's tokenizers' (`recipe_tokenizers`) unless the command or a parent chose the tokenizers:
+the data stage tokenizes with them, so a time budget that picks the recipe prepares the data
+again.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def recipe_plan(config: TrainConfig, schedule: Schedule, keep_model: bool = Fals
             dropout=recipe.dropout,
             n_encoder_layers=recipe.n_encoder_layers or model.n_encoder_layers,
             n_decoder_layers=recipe.n_decoder_layers or model.n_decoder_layers,
+            d_model=recipe.d_model or model.d_model,
+            d_ff=recipe.d_ff or model.d_ff,
         )
     batch_tokens = recipe.batch_tokens or config.data.loading.batch_tokens
     return Plan(schedule, model, recipe.lr, batch_tokens, model_kept=keep_model)
@@ -65,7 +68,8 @@ def describe_recipe(plan: Plan) -> str:
     kept = " (the model the command chose, kept)" if plan.model_kept else ""
     return (
         f"the short recipe (training.short_run) for {schedule.steps:,} steps: "
-        f"{model.n_encoder_layers} encoder and {model.n_decoder_layers} decoder layers{kept}, "
+        f"{model.n_encoder_layers} encoder and {model.n_decoder_layers} decoder layers of width "
+        f"{model.d_model} (feed-forward {model.d_ff}){kept}, "
         f"dropout {model.dropout:g}, learning rate {plan.lr:g}, batches of {plan.batch_tokens} "
         f"tokens, warm-up {schedule.warmup_steps} steps, a snapshot every "
         f"{schedule.save_every} steps"
