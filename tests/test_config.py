@@ -95,6 +95,8 @@ def test_the_slow_cpu_recipe_is_the_one_searched_on_dev(train_config, tmp_path):
     assert (plan.lr, plan.batch_tokens, config.training.label_smoothing) == (2.5e-3, 2048, 0.1)
     assert (config.tokenizer.vocab_size, config.tokenizer.shared) == (4000, False)
     assert (plan.schedule.warmup_steps, plan.schedule.save_every) == (739, 310)
+    # the crossover measured at a slow CPU's two hours: 3,468 default steps lost to this recipe
+    assert config.training.short_run.min_default_steps == 3600
     # a corpus whose Japanese a 4k vocabulary cannot hold keeps its 8k
     steps = ("training.max_time=null", "training.max_steps=2263")
     kftt = train_config("experiment=kftt", *steps, fresh)

@@ -51,7 +51,7 @@ class ShortRunConfig:
     max_steps: int = 4100
     # A budget shrinks the default recipe only where at least this many of its steps fit; below,
     # this recipe learns more in the same time.
-    min_default_steps: int = 2200
+    min_default_steps: int = 3600
     lr: float = 2.5e-3  # chosen on dev for width 128 (a narrower model takes a larger step)
     dropout: float = 0.0  # instead of model.dropout
     batch_tokens: int | None = 2048  # instead of data.loading.batch_tokens (null: the same)
