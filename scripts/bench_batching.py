@@ -6,8 +6,8 @@ pair-by-pair reference, and static shapes against the dynamic batches they repla
 The overrides are `make train`'s (default `experiment=kyoto_wiki`); the data stage is the run's
 own (the tokenizers and the tokenized cache, built on first use). One epoch of the train split is
 cut three ways: the dynamic batches (pools sorted by length, cut by `pack`), the same with
-`data.reference.reference_pack` (these two timed, the median of three cuts each), and the static
-plan (`data.loading.static_shapes=true`).
+`reference_pack` (tests/reference/batching.py; these two timed, the median of three cuts each),
+and the static plan (`data.loading.static_shapes=true`).
 Rows: the seconds to cut the dynamic epoch (reference: the pair-by-pair pack, which must cut the
 same batches), the distinct batch shapes as the collator pads them, and the padded tokens
 (rows × (source + target), specials included) of the epoch, static against dynamic.
@@ -21,13 +21,13 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from unittest import mock
 
 try:
     from llm_from_scratch.data import batching
     from llm_from_scratch.data.batching import TokenBudgetBatchSampler
     from llm_from_scratch.data.cleaning import column
-    from llm_from_scratch.data.reference import reference_pack
     from llm_from_scratch.programs.common import compose_config
     from llm_from_scratch.programs.train import TrainConfig, prepare_data
 except ModuleNotFoundError as missing:  # a Python outside the project's .venv
@@ -35,6 +35,9 @@ except ModuleNotFoundError as missing:  # a Python outside the project's .venv
 
     explain_and_exit(missing)
 
+# The reference the tests check `pack` against, from the checkout (not shipped).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.reference.batching import reference_pack
 
 REPEATS = 3
 

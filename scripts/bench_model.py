@@ -47,7 +47,6 @@ from llm_from_scratch.model import attention
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.dropout import PROFILER_RANGE as DROPOUT_RANGE
 from llm_from_scratch.model.dropout import Dropout
-from llm_from_scratch.model.reference import ReferenceSeq2Seq
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision, matmul_rate, select_precision
 from llm_from_scratch.tokenizer.config import TokenizerConfig
@@ -55,6 +54,10 @@ from llm_from_scratch.training.config import TrainingConfig
 from llm_from_scratch.training.loss import PROFILER_RANGE as LOSS_RANGE
 from llm_from_scratch.training.loss import aten_cross_entropy, summed_cross_entropy
 from llm_from_scratch.training.optim import build_optimizer
+
+# The reference the equivalence tests check ours against, from the checkout (not shipped).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.reference.transformer import ReferenceSeq2Seq
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "model"
 PAD_ID = 0

@@ -33,9 +33,8 @@ try:
     from llm_from_scratch.device import set_threads
     from llm_from_scratch.programs.common import compose_config
     from llm_from_scratch.programs.train import TrainConfig, prepare_data
-    from llm_from_scratch.training.budget.recipe import recipe_plan
+    from llm_from_scratch.training.budget.recipe import recipe_config, recipe_plan
     from llm_from_scratch.training.budget.schedule import PROBE_WARMUP, Schedule
-    from llm_from_scratch.training.run import recipe_config
     from llm_from_scratch.training.trainer import Trainer
 except ModuleNotFoundError as missing:  # a Python outside the project's .venv
     from _environment import explain_and_exit
@@ -54,7 +53,7 @@ def prepared(config: TrainConfig) -> tuple[object, ...]:
 
 def timed_trainer(config: TrainConfig, data: DataModule) -> tuple[Trainer, Iterator]:
     schedule = Schedule.of(config.training)
-    trainer = Trainer(config, data, recipe_plan(config, schedule), clock=time.perf_counter)
+    trainer = Trainer(config, data, recipe_plan(config, schedule))
     batches = trainer.batches()
     for _ in range(PROBE_WARMUP):  # allocator and kernel selection: not the steady state
         trainer.update(next(batches))

@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.programs import prompt
 from llm_from_scratch.programs.prompt import HISTORY_LINES, history_file, prompt_lines
+
+try:  # the module the prompt edits lines and keeps its history with, where the platform has one
+    import readline
+except ImportError:
+    readline = None
 
 ROOT = Path(__file__).resolve().parents[1]
 LEFT, UP, CTRL_D = "\x1b[D", "\x1b[A", "\x04"
@@ -43,7 +47,7 @@ def typed(monkeypatch, lines: list[str]) -> None:
     monkeypatch.setattr(builtins, "input", fake_input)
 
 
-@pytest.mark.skipif(prompt._readline() is None, reason="no readline on this platform")
+@pytest.mark.skipif(readline is None, reason="no readline on this platform")
 def test_each_line_is_kept_at_once_and_read_back_next_time(monkeypatch, tmp_path):
     path = tmp_path / "state" / "llm-from-scratch" / "translate_history"
     typed(monkeypatch, ["Hello.", "", "Hello.", "How are you?"])
@@ -52,18 +56,17 @@ def test_each_line_is_kept_at_once_and_read_back_next_time(monkeypatch, tmp_path
     assert path.read_text().splitlines() == ["Hello."]  # written before the next line is read
     assert list(lines) == ["", "Hello.", "How are you?"]
     assert path.read_text().splitlines() == ["Hello.", "How are you?"]  # no blanks, no repeats
-    readline = prompt._readline()
     readline.clear_history()
     typed(monkeypatch, [])
     assert list(prompt_lines("en> ", path)) == []
     assert readline.get_history_item(readline.get_current_history_length()) == "How are you?"
 
 
-@pytest.mark.skipif(prompt._readline() is None, reason="no readline on this platform")
+@pytest.mark.skipif(readline is None, reason="no readline on this platform")
 def test_the_history_keeps_the_newest_lines(monkeypatch, tmp_path):
     path = tmp_path / "history"
     path.write_text("".join(f"line {k}\n" for k in range(HISTORY_LINES + 5)))
-    prompt._readline().clear_history()
+    readline.clear_history()
     typed(monkeypatch, [])
     list(prompt_lines("en> ", path))
     kept = path.read_text().splitlines()
@@ -75,7 +78,7 @@ def test_an_unwritable_history_is_said_once_and_the_prompt_goes_on(monkeypatch, 
     blocker.write_text("")
     typed(monkeypatch, ["Hello.", "Again."])
     assert list(prompt_lines("en> ", blocker / "history")) == ["Hello.", "Again."]
-    if prompt._readline() is not None:
+    if readline is not None:
         assert capsys.readouterr().err.count("warning: the prompt's history cannot be kept") == 1
 
 
@@ -88,7 +91,7 @@ for line in prompt_lines("en> ", Path(sys.argv[1])):
 """
 
 
-@pytest.mark.skipif(not hasattr(os, "openpty") or prompt._readline() is None, reason="no pty")
+@pytest.mark.skipif(not hasattr(os, "openpty") or readline is None, reason="no pty")
 def test_at_a_terminal_arrows_edit_the_line_and_recall_the_last(tmp_path):
     controller, terminal = os.openpty()
     child = subprocess.Popen(

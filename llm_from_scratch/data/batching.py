@@ -37,7 +37,7 @@ def pack(
     The greedy cut a batch at a time rather than a pair at a time: a batch's cost only grows
     with each pair it takes, and a batch can hold no more pairs than its first pair's padded
     size fits into the budget, so each batch's size is a search in the running maxima of that
-    window. `data/reference.py` keeps the pair-by-pair loop it must equal.
+    window. `tests/reference/batching.py` keeps the pair-by-pair loop it must equal.
     """
     order = np.asarray(order, dtype=np.int64)
     count = len(order)
@@ -140,6 +140,21 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
             return self.shapes.batch_shape(src_lens.tolist(), tgt_lens.tolist())
         longest_src, longest_tgt = int(src_lens.max()), int(tgt_lens.max())
         return len(batch), longest_src + SPECIALS_PER_SIDE, longest_tgt + SPECIALS_PER_SIDE
+
+    def batch_shapes(self) -> set[tuple[int, int, int]]:
+        """The distinct `padded_shape`s of this rank's batches of the epoch, which
+        `torch.compile` compiles for."""
+        return {self.padded_shape(batch) for batch in self}
+
+    def global_target_tokens(self, first: int, count: int) -> int:
+        """The target tokens (EOS included) of every rank's batches `first` to
+        `first + count - 1` of the epoch, counted as each rank counts its own: the loss of a DDP
+        step is divided by them, and the epoch's batch list, which every rank computes alike,
+        gives the count without asking the other ranks."""
+        world_size = self.world_size
+        batches = self.epoch_batches()[first * world_size : (first + count) * world_size]
+        examples = np.concatenate([np.asarray(batch, dtype=np.int64) for batch in batches])
+        return int(self.tgt_lens[examples].sum()) + len(examples) * SPECIALS_PER_SIDE
 
     def __len__(self) -> int:
         """This rank's batches in the epoch, those skipped by `start_batch` excluded."""

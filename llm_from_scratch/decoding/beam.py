@@ -101,7 +101,7 @@ def beam_search(
                     for row, score in zip(rows, beam_scores[index].tolist(), strict=True)
                     if score > float("-inf")
                 ]
-            elif not _cannot_improve(
+            elif not cannot_improve(
                 finished[sentence], best_open[index], limits[sentence], nbest, alpha
             ):
                 keep.append(index)
@@ -142,7 +142,7 @@ def top_candidates(
     return top_scores, top_ids // width, top_tokens
 
 
-def _cannot_improve(
+def cannot_improve(
     finished: list[Hypothesis], best_open: float, limit: int, nbest: int, alpha: float
 ) -> bool:
     """True when `nbest` hypotheses are finished and none can be beaten by an open beam.

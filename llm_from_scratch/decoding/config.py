@@ -1,25 +1,37 @@
-"""Schema of the `decoding` config group (`configs/decoding/*.yaml`)."""
+"""Schema of the `decoding` config group: its defaults are `make train`'s beam search, and each
+preset (`configs/decoding/*.yaml`) holds only the keys it changes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from llm_from_scratch.errors import ConfigError, check_choice, check_range
 from llm_from_scratch.precision import PRECISIONS
 
+# Set by a recipe for its corpus (configs/train.yaml, experiments), not by a preset: a program
+# that names a preset (`evaluate.py decoding=greedy`) keeps the run's.
+RECIPE_KEYS = ("clause_split_tokens",)
+
 
 @dataclass
 class DecodingConfig:
+    """The measurements behind these defaults are in docs/results.md (Decoding settings)."""
+
     beam_size: int = 5  # 1 is greedy search
     nbest: int = 1  # hypotheses returned per sentence, best first
-    length_penalty: float = 1.5  # GNMT alpha; 0 disables
+    # GNMT alpha; 0 disables. Lower leaves outputs shorter than the references; much higher sends
+    # some beams into loops that run to the length limit.
+    length_penalty: float = 1.5
     max_len_a: float = 1.5  # output length limit: a * source_length + b (source EOS counted)
     max_len_b: int = 10
-    # Ban a token that would repeat an n-gram of the output's tokens: no loops. 0 disables.
+    # Ban a token that would repeat an n-gram of the output's tokens (fairseq's and Hugging Face's
+    # no_repeat_ngram_size): it stops loops (東京東京東京…) without costing dev BLEU. 0 disables.
     no_repeat_ngram_size: int = 3
-    # The ban spares numbers: zeros within one (10000), digits an earlier one shares (1998 after
-    # 1995). false: it bans their repeats too, as CTranslate2's ban does; `avoid_loops`'s last
-    # search turns it off, since a run of zeros is a loop there.
+    # The ban spares numbers (digits are tokens of their own): zeros within one (10000), digits an
+    # earlier one shares (1998 after 1995), up to a run of 16 tokens (decoding/common.py); a longer
+    # run is a loop. false: it bans their repeats too, as CTranslate2's ban does; `avoid_loops`'s
+    # last search turns it off, since a run of zeros is a loop there.
     no_repeat_spares_numbers: bool = True
     # Beam search: return a hypothesis that ended with EOS before any the length limit cut off,
     # whatever their scores (off: they compete on score alone, as in fairseq and JoeyNMT).
@@ -29,19 +41,20 @@ class DecodingConfig:
     repair_numbers: bool = True
     # Beam search: return first the best of a source's `beam_size` hypotheses that keeps all its
     # numbers (after the repair; placeholders too, preferring one that repeats none), where one
-    # does; the rest follow in score order. Translator only.
+    # does; the rest follow in score order. No cost in dev BLEU. Translator only.
     numbers_first: bool = True
     # Beam search: where a source's best hypothesis loops and the source does not (a unit of 1 to
     # 4 words 3 times in a row, or a word 4-gram 3 times: evaluation's loops), search all
     # `beam_size` hypotheses and return first the best that does not loop; where all loop, search
     # once more banning repeated token pairs, then, where those all loop too, repeated tokens. A
-    # clause-split sentence whose clauses loop joined is searched again in one piece. Translator
-    # only.
+    # clause-split sentence whose clauses loop joined is searched again in one piece. No cost in
+    # dev BLEU. Translator only.
     avoid_loops: bool = True
     # Translate a sentence of more source tokens than this clause by clause: cut after its commas,
     # semicolons and colons, the clauses packed into pieces of at most this many tokens. A model
     # trained on short sentences loses the thread of longer ones. 0: a sentence is cut only where
-    # it exceeds the model's positional table. Translator only (validation decodes whole).
+    # it exceeds the model's positional table. Translator only (validation decodes whole). One of
+    # the RECIPE_KEYS: `make train` sets 16 (configs/train.yaml).
     clause_split_tokens: int = 0
     batch_tokens: int = 8000  # bound on padded source tokens x beam_size per decoding batch
     # Of `Translator` (translate, evaluate); validation decodes at training.precision. auto: bf16
@@ -63,3 +76,11 @@ class DecodingConfig:
         check_range("decoding.clause_split_tokens", self.clause_split_tokens, 0)
         check_choice("decoding.precision", self.precision, PRECISIONS)
         check_range("decoding.batch_tokens", self.batch_tokens, 1)
+
+
+def preset_settings(preset: dict[str, Any]) -> dict[str, Any]:
+    """The settings a preset (the keys its configs/decoding/*.yaml changes) stands for over a
+    run's own: every key but the RECIPE_KEYS, the schema's default where the preset sets none."""
+    defaults = DecodingConfig()
+    keys = [field.name for field in fields(DecodingConfig) if field.name not in RECIPE_KEYS]
+    return {key: getattr(defaults, key) for key in keys} | preset

@@ -23,7 +23,7 @@ splitting, joining) is the same for both engines. The settings map onto CTransla
   exactly, and the scores are on CTranslate2's scale.
 
 On a CPU with several threads the model is loaded as one single-threaded worker per core, and
-each call's sources are cut into as many batches for each worker (`_worker_batch`); on a GPU,
+each call's sources are cut into as many batches for each worker (`worker_batch`); on a GPU,
 or with one thread, it is one worker. `per_core_workers = False` runs the searches on one
 worker with every thread instead: the benchmark's reference.
 """
@@ -124,7 +124,7 @@ class CTranslate2Model:
         limits = output_limits(src_mask, cfg.max_len_a, cfg.max_len_b, self.cfg.max_positions)
         limits = limits.tolist()
         results: list[list[Hypothesis]] = [[] for _ in pieces]
-        classes = _by_length_class(pieces, cfg.beam_size)
+        classes = by_length_class(pieces, cfg.beam_size)
         first = [(positions, max(limits[i] for i in positions)) for positions in classes.values()]
         redo: dict[tuple[int, int], list[int]] = defaultdict(list)  # (class, limit) -> positions
         for length_class, (positions, _), searched in zip(
@@ -174,7 +174,7 @@ class CTranslate2Model:
         if self.on_workers():
             translator = self.translator
             batching = {
-                "max_batch_size": _worker_batch(len(positions), self.workers, cfg),
+                "max_batch_size": worker_batch(len(positions), self.workers, cfg),
                 "batch_type": "examples",
             }
         else:
@@ -261,7 +261,7 @@ def _loaded(directory: Path | str, **options: Any) -> Any:
     return translator
 
 
-def _by_length_class(pieces: Sequence[Sequence[int]], beam_size: int) -> dict[int, list[int]]:
+def by_length_class(pieces: Sequence[Sequence[int]], beam_size: int) -> dict[int, list[int]]:
     """Positions of `pieces` by length class (sources of n + 1 tokens with EOS in [2^c, 2^(c+1))):
     the searches of one class share a call and, for beam search, a length penalty."""
     classes: dict[int, list[int]] = defaultdict(list)
@@ -270,7 +270,7 @@ def _by_length_class(pieces: Sequence[Sequence[int]], beam_size: int) -> dict[in
     return classes
 
 
-def _worker_batch(sources: int, workers: int, cfg: DecodingConfig) -> int:
+def worker_batch(sources: int, workers: int, cfg: DecodingConfig) -> int:
     """Sources per batch on `workers` per-core workers: the call's `sources` in the fewest batches
     of at most `WORKER_ROWS` search rows that give every worker as many batches, so that none
     waits on another's last batch."""

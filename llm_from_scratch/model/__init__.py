@@ -7,7 +7,6 @@
     layers.py       embeddings, encoder and decoder layers
     transformer.py  Seq2SeqTransformer
     cache.py        DecoderCache, the state of incremental decoding
-    reference.py    the same model on torch.nn.Transformer (tests and benchmarks)
 
 Like every stage package, this one re-exports nothing: import names from their modules.
 """

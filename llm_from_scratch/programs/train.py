@@ -13,7 +13,8 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import fields
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from llm_from_scratch.programs.command import exit_on_user_error
 from llm_from_scratch.programs.common import compose_config, register_schema
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.config import TokenizerConfig
+from llm_from_scratch.training.budget.planner import BudgetPlanner
+from llm_from_scratch.training.budget.recipe import Plan, recipe_config, recipe_tokenizers
 from llm_from_scratch.training.budget.schedule import slower_clock
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (
@@ -40,14 +43,15 @@ from llm_from_scratch.training.distributed import (
     init_distributed,
     shutdown_distributed,
 )
-from llm_from_scratch.training.finished import finished_run
-from llm_from_scratch.training.lock import claim
+from llm_from_scratch.training.final import finish
+from llm_from_scratch.training.finished import FinishedRun, finished_run
+from llm_from_scratch.training.lock import check_writable, claim
 from llm_from_scratch.training.parent import Parent, adopt_parent, read_parent
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
 from llm_from_scratch.training.resume import SavedRun, read_saved_run
-from llm_from_scratch.training.run import recipe_config, train_run
-from llm_from_scratch.training.stop import Stopped
+from llm_from_scratch.training.stop import Stopped, closed_output_dropped
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers, tokenizer_paths
+from llm_from_scratch.training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -60,36 +64,55 @@ def train(
     launch: DictConfig | None = None,
     keep_model: bool = False,
     keep_tokenizers: bool = False,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float]:
-    """Build the data and the model, train, and return the final dev metrics (none when the run
-    had already finished). `launch`: the config Hydra composed, recorded in `<run_dir>/.hydra/`;
-    `keep_model`: the command chose the model (`model=...`), which the short recipe then keeps;
-    `keep_tokenizers`: the command chose the tokenizers (`tokenizer=...`), which it keeps too."""
-    started_at = time.perf_counter()  # a time budget counts data and tokenizer preparation too
+    """The run, top to bottom; its final dev metrics (none: it had finished). `launch`: Hydra's
+    config, for `.hydra/`; `keep_model`, `keep_tokenizers`: the command chose them (`model=...`,
+    `tokenizer=...`), which the short recipe then keeps; `clock`: what a time budget reads."""
+    started_at = clock()  # a time budget counts data and tokenizer preparation too
+    dist = distributed_with_logging(config)
+    try:
+        # Decide: the parent, what last.pt says (read once), whether anything is left to train.
+        check_directory(config.run_dir.root, "paths.run_dir")
+        config, parent = with_parent(config, command_overrides())
+        keep_model, keep_tokenizers = keep_model or bool(parent), keep_tokenizers or bool(parent)
+        saved = read_saved_run(config.run_dir, config.training)
+        config = recipe_config(config, keep_tokenizers, saved)
+        finished = finished_run(config.run_dir, config, saved, keep_model)  # nothing written yet
+        if finished is not None:
+            return told_finished(finished, config, dist)
+        with claim(config.run_dir, dist):
+            record_launch(launch, config.run_dir, dist)
+            # Prepare the tokenizers and the data, then plan the run on them.
+            data = prepare(config, dist, parent)
+            clock = budget_clock(config, clock, started_at, dist)
+            config, data, plan = plan_run(
+                config, data, dist, clock, started_at, keep_model, keep_tokenizers, saved
+            )
+            # Train, then hand over the final model.
+            trainer = Trainer(config, data, plan, dist, saved, parent)
+            with closing(trainer.run_logger()) as log:
+                metrics = trainer.fit(log)
+                log_summary(finish(trainer, metrics, log), config, started_at)
+            return metrics
+    finally:
+        shutdown_distributed()
+
+
+def distributed_with_logging(config: TrainConfig) -> Distributed:
+    """This process in the torchrun job (alone: a job of one), logging at INFO on the main one."""
     dist = init_distributed(resolve_device(config.training.device, "training.device").type)
     logging.basicConfig()  # without Hydra's logging (the Python API): to stderr
     # Hydra sets the root level for every rank; the other ranks would repeat each line.
     logging.getLogger().setLevel(logging.INFO if dist.is_main else logging.WARNING)
-    run_dir = RunDir.of(config.paths, config.name)
-    try:
-        check_directory(run_dir.root, "paths.run_dir")
-        config, parent = with_parent(config, command_overrides())
-        keep_model = keep_model or parent is not None  # a short recipe keeps the parent's layers
-        keep_tokenizers = keep_tokenizers or parent is not None
-        saved = read_saved_run(run_dir, config.training)  # the one read of the run's last.pt
-        config = recipe_config(config, keep_tokenizers, saved)
-        finished = finished_run(run_dir, config, keep_model, saved)  # before anything is written
-        if finished is not None:
-            if dist.is_main:
-                # Printed, not logged: the log is a file of the run directory.
-                print(finished.report(translate_command(config, finished.model)))
-            return {}
-        with claim(run_dir, dist):
-            if dist.is_main and launch is not None:
-                record_launch(launch, run_dir)
-            return _train(config, dist, started_at, keep_model, keep_tokenizers, parent, saved)
-    finally:
-        shutdown_distributed()
+    return dist
+
+
+def told_finished(finished: FinishedRun, config: TrainConfig, dist: Distributed) -> dict:
+    """Say that the run is finished and where its model is; no metrics: nothing was trained."""
+    if dist.is_main:  # printed, not logged: the log is a file of the run directory
+        print(finished.report(translate_command(config, finished.model)))
+    return {}
 
 
 def with_parent(
@@ -114,15 +137,8 @@ def with_parent(
     return adopt_parent(config, parent, chosen), parent
 
 
-def _train(
-    config: TrainConfig,
-    dist: Distributed,
-    started_at: float,
-    keep_model: bool,
-    keep_tokenizers: bool,
-    parent: Parent | None = None,
-    saved: SavedRun | None = None,
-) -> dict[str, float]:
+def prepare(config: TrainConfig, dist: Distributed, parent: Parent | None) -> DataModule:
+    """The run's threads, then its data stage (`prepare_data`) on the main process first."""
     warning = contention(set_threads(config.training.threads))
     if warning is not None and dist.is_main:
         logger.warning("%s", warning)
@@ -134,28 +150,65 @@ def _train(
     data = prepare_data(config, parent)
     if dist.is_main:
         dist.barrier()
+    return data
+
+
+def budget_clock(
+    config: TrainConfig, clock: Callable[[], float], started_at: float, dist: Distributed
+) -> Callable[[], float]:
+    """`clock`, or as a slower CPU would read it (`training.budget_slowdown`)."""
     slowdown = config.training.budget_slowdown
-    clock = time.perf_counter if slowdown == 1 else slower_clock(slowdown, started_at)
-    if slowdown != 1 and dist.is_main:
+    if slowdown == 1:
+        return clock
+    if dist.is_main:
         logger.info(
             "planning the budget as a CPU %.2fx slower would (training.budget_slowdown): "
             "the plan and the elapsed times of its steps are that CPU's",
             slowdown,
         )
-    run = train_run(
-        config, data, dist, started_at=started_at, clock=clock, keep_model=keep_model,
-        parent=parent, prepare=None if keep_tokenizers else prepare_data, saved=saved,
-    )  # fmt: skip
-    if run.final is not None:
-        for line in summary(run.final, config, time.perf_counter() - started_at):
-            logger.info("%s", line)
-    return run.metrics
+    return slower_clock(slowdown, started_at, clock)
 
 
-def record_launch(cfg: DictConfig, run_dir: RunDir) -> None:
+def plan_run(
+    config: TrainConfig,
+    data: DataModule,
+    dist: Distributed | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    started_at: float | None = None,
+    keep_model: bool = False,
+    keep_tokenizers: bool = True,
+    saved: SavedRun | None = None,
+) -> tuple[TrainConfig, DataModule, Plan]:
+    """The run's config, data and plan (`budget/planner.py`): a resumed run's stored plan, a
+    step budget's, or what a time budget fits (and its re-plan and deadline, `plan.budget`).
+    Where a time budget picks the short recipe and its own tokenizers (`recipe_tokenizers`;
+    `keep_tokenizers`: the command or a parent chose them), the data is prepared again for
+    those and the short recipe planned again."""
+    dist = dist or Distributed()
+    planner = BudgetPlanner(config, data, dist, clock, started_at, keep_model)
+    plan = planner.plan(saved.progress if saved is not None else None, announce=False)
+    own = recipe_tokenizers(config, plan.schedule.short, keep=keep_tokenizers)
+    # the first plan, given up for the short recipe's own tokenizers, is never logged
+    if plan.budgeted and saved is None and own.tokenizer != config.tokenizer:
+        if dist.is_main:
+            logger.info(
+                "the short recipe trains its own tokenizers (training.short_run.vocab_size=%d): "
+                "preparing the data for them, then planning again",
+                own.tokenizer.vocab_size,
+            )
+        config, data = own, prepare_data(own)
+        planner = BudgetPlanner(config, data, dist, clock, planner.started_at, keep_model, True)
+        plan = planner.plan()
+    else:
+        planner.announce()
+    return config, data, plan
+
+
+def record_launch(cfg: DictConfig | None, run_dir: RunDir, dist: Distributed) -> None:
     """Write what Hydra writes to `.hydra/` at launch, which `configs/train.yaml` turns off so that
-    a run that trains nothing writes nothing: the composed config, Hydra's and the overrides."""
-    if not HydraConfig.initialized():
+    a run that trains nothing writes nothing: the composed config, Hydra's and the overrides (on
+    the main process; none outside a Hydra app)."""
+    if cfg is None or not dist.is_main or not HydraConfig.initialized():
         return
     hydra_cfg = HydraConfig.get()
     directory = run_dir.launch
@@ -206,6 +259,13 @@ def summary(final: FinalModel, config: TrainConfig, seconds: float) -> list[str]
     ]
 
 
+def log_summary(final: FinalModel | None, config: TrainConfig, started_at: float) -> None:
+    """Log the `summary` of the model the run hands over (None: none, or not the main process)."""
+    if final is not None:
+        for line in summary(final, config, time.perf_counter() - started_at):
+            logger.info("%s", line)
+
+
 def translate_command(config: TrainConfig, model: Path) -> str:
     """The command that translates with this run's final model, from the current directory."""
     script = project_root() / "scripts" / "translate.py"
@@ -222,10 +282,12 @@ def _since(started: float) -> str:
 
 def main() -> None:
     """`scripts/train.py`: Hydra makes the run directory before the program runs, so an invalid
-    config or a file in the directory's way is refused here first, in one line."""
-    with exit_on_user_error():
-        check_config_before_hydra(sys.argv[1:])
-    _main()
+    config or a file in the directory's way is refused here first, in one line. Output nobody
+    reads any more (`| tee log`, stopped by the same Ctrl-C) is dropped, never costs a step."""
+    with closed_output_dropped():
+        with exit_on_user_error():
+            check_config_before_hydra(sys.argv[1:])
+        _main()
 
 
 def check_config_before_hydra(arguments: list[str]) -> None:
@@ -235,7 +297,10 @@ def check_config_before_hydra(arguments: list[str]) -> None:
     if any(argument.startswith(("-", "hydra.", "hydra/", "+hydra")) for argument in arguments):
         return
     config = compose_config("train", arguments, TrainConfig)
-    check_directory(RunDir.of(config.paths, config.name).root, "paths.run_dir")
+    run_dir = RunDir.of(config.paths, config.name)
+    check_directory(run_dir.root, "paths.run_dir")
+    if not run_dir.root.exists():  # which Hydra creates; an existing one: `claim` checks it
+        check_writable(run_dir)
 
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="train")

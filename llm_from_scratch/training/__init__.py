@@ -1,25 +1,28 @@
-"""The training stage: plan, train, hand over the final model.
+"""The training stage: plan, train, hand over the final model. The run, in order, is
+`programs/train.py` `train` (decide, prepare, plan, train, finish); the loop is `trainer.py`.
 
-run.py          train_run: plan, then train, then the final model (what `make train` runs)
-budget/         the plan and the time budget: Schedule and its costs, Plan (recipe.py),
-                BudgetPlanner (the probe and the re-plan), RunBudget (while the run trains)
+budget/         the plan and the time budget: Schedule and its costs, Plan and the recipe's
+                tokenizers (recipe.py), BudgetPlanner (the probe), Budget (timing.py: what a
+                budget asks of the loop: nothing for a step budget; a time budget's re-plan
+                and deadline)
 trainer.py      Trainer: one model, one schedule: the loop, checkpoints, snapshots
 resume.py       the one read of the file a run continues from (SavedRun), and what a resumed
                 Trainer restores: last.pt (exact), or a snapshot on request
 finished.py     a finished run: its rerun trains nothing and says where its model is
 lock.py         one run per directory: its lock, and the clean-up of what killed writes left
 stop.py         SIGTERM/SIGINT: finish the step, save last.pt, exit with the signal's status
-final.py        the final model: averaging, dev and test scores
+final.py        the run's end: the final model (averaging, dev and test scores), hparams
 state.py        Progress and every question about a run's state (finished, why, its plan)
 config.py       TrainingConfig, the `training` config group; TrainConfig, a run's whole config
 validation.py   Validator: dev loss and greedy BLEU during training
 tokenizers.py   a run's tokenizers: loaded, or trained on its train split
 optim.py        AdamW groups and schedules
-loss.py         label-smoothed cross-entropy
+loss.py         label-smoothed cross-entropy; the step's module (DDP, compiled)
 averaging.py    checkpoint averaging; a snapshot missing from those averaged
-distributed.py  torchrun (DDP) helpers
+distributed.py  torchrun (DDP) helpers; the device and precision a run trains in
 logging.py      TensorBoard
-report.py       progress bar and log lines; stats.py: step statistics
+report.py       progress bar and log lines; stats.py: step statistics, a step's batches
+                (StepBatches), the non-finite guard
 profiling.py    training.profile_steps: torch.profiler over a few steps
 parent.py       training.init_from: the model a run is fine-tuned from
 attention_figure.py  a sentence pair's cross-attention, drawn

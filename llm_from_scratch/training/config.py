@@ -12,7 +12,7 @@ from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.errors import ConfigError, check_choice, check_range
 from llm_from_scratch.model.config import ModelConfig, check_width
-from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.paths import PathsConfig, RunDir
 from llm_from_scratch.precision import PRECISIONS
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 
@@ -64,8 +64,8 @@ class ShortRunConfig:
     # Instead of tokenizer.vocab_size (null: the same): few updates learn a smaller vocabulary's
     # frequent pieces sooner. A command or parent that chose the tokenizers keeps them.
     vocab_size: int | None = 4000
-    warmup: float = 0.143
-    save_every: float = 0.06
+    warmup: float = 0.143  # the default's 600 of 4,200
+    save_every: float = 0.06  # the 5 averaged snapshots cover the run's last 30%
 
     def __post_init__(self) -> None:
         key = "training.short_run."
@@ -88,8 +88,9 @@ class ShortRunConfig:
 
 @dataclass
 class TrainingConfig:
-    """The `training` group; `configs/training/default.yaml` holds these same values (a test
-    checks), with why each is what it is."""
+    """The `training` group: its defaults are `make train`'s, with why each is what it is; the
+    measurements behind them are in docs/results.md (The everyday default, The short recipe for
+    slow CPUs)."""
 
     seed: int = 1234
     device: str = "auto"  # auto: CUDA when available, else CPU
@@ -186,3 +187,8 @@ class TrainConfig:
             self.data.check_batch_tokens(short.batch_tokens, "training.short_run.batch_tokens")
         if short is not None and short.d_model is not None:
             check_width(short.d_model, self.model.n_heads, "training.short_run.d_model")
+
+    @property
+    def run_dir(self) -> RunDir:
+        """The run's directory: `paths.run_dir`, else `<paths.runs_dir>/<name>/`."""
+        return RunDir.of(self.paths, self.name)

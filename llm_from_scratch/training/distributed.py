@@ -8,6 +8,9 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from llm_from_scratch.device import resolve_device
+from llm_from_scratch.precision import Precision, select_precision
+
 
 @dataclass(frozen=True)
 class Distributed:
@@ -65,3 +68,18 @@ def init_distributed(device_type: str) -> Distributed:
 def shutdown_distributed() -> None:
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+def training_precision(device: str, precision: str, ranks: Distributed) -> Precision:
+    """The device (this rank's own GPU under DDP) and precision a run trains in, from
+    `training.device` and `training.precision`."""
+    chosen = resolve_device(device, "training.device")
+    if chosen.type == "cuda" and ranks.enabled:
+        chosen = torch.device("cuda", ranks.local_rank)
+    picked = select_precision(precision, chosen)
+    if ranks.any(picked.name == "fp32"):  # `auto` times each rank's CPU; all must agree
+        picked = Precision(chosen, "fp32")
+    if chosen.type == "cuda" and picked.name == "fp32":
+        # TF32 matrix products: fp32's range with a 10-bit mantissa, on the tensor cores.
+        torch.set_float32_matmul_precision("high")
+    return picked

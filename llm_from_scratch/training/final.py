@@ -10,10 +10,26 @@ from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.averaging import average_checkpoints, record_dev_scores
 from llm_from_scratch.training.logging import RunLogger
-from llm_from_scratch.training.report import FinalModel, scores_text
+from llm_from_scratch.training.report import FinalModel, hparams, scores_text
+from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import Validator
 
 logger = logging.getLogger(__name__)
+
+
+def finish(trainer: Trainer, metrics: dict[str, float], log: RunLogger) -> FinalModel | None:
+    """The run's end, once `trainer` has trained to its last `metrics` (none: it trained
+    nothing): the final model and its scores (`final_model`), and the run's hparams for
+    TensorBoard. None: no model to hand over, or not the main process."""
+    validator = trainer.validator()
+    if not metrics or validator is None:
+        return None
+    config = trainer.config
+    step, keep = trainer.progress.step, config.training.keep_snapshots
+    final = final_model(trainer.model, validator, trainer.run_dir, keep, step, log)
+    run_hparams = hparams(config, trainer.plan, trainer.model, trainer.precision.name)
+    log.hparams(run_hparams, {f"hparam/{k}": v for k, v in metrics.items()})
+    return final
 
 
 def final_model(

@@ -21,12 +21,9 @@ from llm_from_scratch.training.budget.recipe import recipe_plan
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.lock import NEW_RUN
 from llm_from_scratch.training.resume import (
-    NOT_READ,
     FinishedRunError,
-    NotRead,
     SavedRun,
     check_stopping_settings,
-    saved_or_read,
 )
 
 
@@ -67,16 +64,15 @@ class FinishedRun:
 def finished_run(
     run_dir: RunDir,
     config: TrainConfig,
+    saved: SavedRun | None,
     keep_model: bool = False,
-    saved: SavedRun | NotRead | None = NOT_READ,
 ) -> FinishedRun | None:
     """The run in `run_dir` when it has finished (None: it has steps left, or none yet).
-    `keep_model`: the command chose its model (see `recipe.recipe_plan`); `saved`: what the run
-    continues from, as `resume.read_saved_run` read it (default: read here).
+    `saved`: what the run continues from, as `resume.read_saved_run` read it;
+    `keep_model`: the command chose its model (see `recipe.recipe_plan`).
 
     Raises `FinishedRunError` when `config` describes another run (another model, tokenizer or
     corpus) or would continue this one."""
-    saved = saved_or_read(saved, run_dir, config.training)
     if saved is None or not saved.finished:
         return None
     trained = recipe_plan(config, saved.progress.schedule(config.training), keep_model).model

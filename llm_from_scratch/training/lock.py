@@ -2,7 +2,8 @@
 
 - `claim`: an OS lock (flock) on `RunDir.lock`, held for the whole run. The OS releases it when
   the process ends, however it ends, so a `kill -9` leaves no stale lock; the file stays, naming
-  its last holder. Under torchrun, rank 0 holds it for the job.
+  its last holder. Under torchrun, rank 0 holds it for the job. A directory that cannot be
+  written (read-only) is refused first, in one line (`check_writable`).
 - Once the lock is held, the temporary files of writes that a kill interrupted are deleted
   (`remove_leftovers`), and so are snapshots newer than `last.pt` (`discard_snapshots_after`).
 """
@@ -14,6 +15,7 @@ import json
 import logging
 import os
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -55,9 +57,13 @@ def claim(run_dir: RunDir, dist: Distributed) -> Iterator[None]:
 
 @contextmanager
 def _locked(run_dir: RunDir) -> Iterator[None]:
-    run_dir.root.mkdir(parents=True, exist_ok=True)
     path = run_dir.lock
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    check_writable(run_dir)  # an existing `.lock` opens even where no new file can be written
+    try:
+        run_dir.root.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as error:
+        raise unwritable(run_dir, path, error) from None
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -74,6 +80,23 @@ def _locked(run_dir: RunDir) -> Iterator[None]:
         yield
     finally:
         os.close(descriptor)  # which releases the lock
+
+
+def check_writable(run_dir: RunDir) -> None:
+    """Refuse, with `RunDirError`, a run directory that cannot be written, or created where it
+    does not exist yet, before any work (a file of nobody's: unnamed, gone when closed)."""
+    existing = next(path for path in (run_dir.root, *run_dir.root.parents) if path.exists())
+    try:
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as error:
+        raise unwritable(run_dir, existing, error) from None
+
+
+def unwritable(run_dir: RunDir, path: Path, error: OSError) -> RunDirError:
+    return RunDirError(
+        f"cannot write to the run directory {run_dir.root} ({path}: {error.strerror}): make it "
+        f"writable, or {NEW_RUN}"
+    )
 
 
 def _holder(descriptor: int) -> str:

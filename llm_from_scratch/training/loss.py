@@ -10,11 +10,16 @@ needs after the loss. Other devices keep `F.cross_entropy`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 
 from llm_from_scratch.precision import Precision
+from llm_from_scratch.training.compiling import compiled
+from llm_from_scratch.training.distributed import Distributed
 
 _BLOCK_ELEMENTS = 1 << 18  # one fp32 block of logits is 1 MiB
 PROFILER_RANGE = "cross_entropy"  # names the fused loss's operators in a torch.profiler trace
@@ -117,3 +122,19 @@ class ModelLoss(nn.Module):
         with self.precision.autocast():
             logits = self.model(src, src_mask, tgt_in)
         return summed_cross_entropy(logits, tgt_out, self.pad_id, self.label_smoothing)
+
+
+def forward_module(
+    model_loss: ModelLoss, ranks: Distributed, compiles: bool, shapes: Callable[[], int]
+) -> nn.Module:
+    """What a training step calls: `model_loss`, under DDP across `ranks`, compiled (`compiles`)
+    for batches of `shapes()` distinct shapes."""
+    module: nn.Module = model_loss
+    if ranks.enabled:
+        device = model_loss.precision.device
+        ids = [device.index] if device.type == "cuda" else None
+        # The position tables are the only buffers and never change: no broadcast per forward.
+        module = DistributedDataParallel(model_loss, device_ids=ids, forward_sync_buffers=False)
+    if compiles:
+        module = compiled(module, shapes())
+    return module

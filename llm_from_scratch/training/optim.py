@@ -70,3 +70,17 @@ def lr_multiplier(step: int, kind: str, schedule: Schedule) -> float:
 
 def build_scheduler(optimizer: torch.optim.Optimizer, kind: str, schedule: Schedule) -> LambdaLR:
     return LambdaLR(optimizer, lambda step: lr_multiplier(step, kind, schedule))
+
+
+def rescheduled(
+    optimizer: torch.optim.Optimizer, scheduler: LambdaLR, kind: str, schedule: Schedule
+) -> LambdaLR:
+    """`scheduler`'s successor for `schedule` (a time budget's re-plan), at the step it reached:
+    the optimizer's learning rates are the new schedule's from the next update on."""
+    position = scheduler.state_dict()
+    successor = build_scheduler(optimizer, kind, schedule)
+    successor.load_state_dict(position)
+    next_lr = lr_multiplier(successor.last_epoch, kind, schedule)
+    for group in optimizer.param_groups:
+        group["lr"] = group["initial_lr"] * next_lr
+    return successor

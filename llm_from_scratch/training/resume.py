@@ -1,15 +1,14 @@
 """Continuing a run: the one read of the file it continues from, and what a `Trainer` restores.
 
-`read_saved_run` reads it once per run start, and the finished-run check, the planner and the
-`Trainer` share what it read. The file is `last.pt`, which continues the run exactly; where it is
-gone and `training.resume_from=snapshot` says so, the newest snapshot, which holds all of
-`last.pt` but the optimizer. A run directory that holds a run's files (snapshots, `best.pt`,
-`averaged.pt`) but neither is refused rather than trained over from step 0.
+`read_saved_run` reads it once per run start (`programs/train.py`), and the finished-run check,
+the planner and the `Trainer` share what it read. The file is `last.pt`, which continues the run
+exactly; where it is gone and `training.resume_from=snapshot` says so, the newest snapshot, which
+holds all of `last.pt` but the optimizer. A run directory that holds a run's files (snapshots,
+`best.pt`, `averaged.pt`) but neither is refused rather than trained over from step 0.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -48,15 +47,6 @@ class FinishedRunError(UserError):
 
 class OrphanedRunError(UserError):
     """A run directory holds a run's files but no `last.pt` to continue it from."""
-
-
-class NotRead(enum.Enum):
-    """The saved run is not read yet: whoever needs it reads it (the Python API's callers)."""
-
-    NOT_READ = "not read"
-
-
-NOT_READ = NotRead.NOT_READ
 
 
 @dataclass(frozen=True)
@@ -132,13 +122,6 @@ def read_saved_run(run_dir: RunDir, cfg: TrainingConfig) -> SavedRun | None:
             f"snapshots that can); {NEW_RUN}"
         )
     return SavedRun.of(path, state)
-
-
-def saved_or_read(
-    saved: SavedRun | NotRead | None, run_dir: RunDir, cfg: TrainingConfig
-) -> SavedRun | None:
-    """`saved` as the caller read it, else read now."""
-    return read_saved_run(run_dir, cfg) if saved is NOT_READ else saved
 
 
 def _required(run_dir: RunDir, path: Path) -> tuple[str, ...]:

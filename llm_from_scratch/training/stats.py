@@ -9,10 +9,35 @@ save, which wait for the device anyway).
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 
 import torch
+
+from llm_from_scratch.data.batch import Batch
+from llm_from_scratch.errors import UserError
+from llm_from_scratch.training.state import Progress
+
+logger = logging.getLogger(__name__)
+
+
+class TrainingError(UserError):
+    """Training cannot go on (e.g. the loss keeps being non-finite)."""
+
+
+@dataclass(frozen=True)
+class StepBatches:
+    """This rank's micro-batches of one optimizer step, and the target tokens of the step on
+    every rank, which divide its summed loss (`TokenBudgetBatchSampler.global_target_tokens`)."""
+
+    batches: list[Batch]
+    global_target_tokens: int
+
+    @classmethod
+    def alone(cls, batches: list[Batch]) -> StepBatches:
+        """`batches` as the whole step of a single process."""
+        return cls(batches, sum(batch.tgt_tokens for batch in batches))
 
 
 @dataclass
@@ -92,3 +117,21 @@ class LogWindow:
             "train/tokens_per_second": self.real_tokens * world_size / seconds,
             "train/padding_fraction": 1 - self.real_tokens / max(self.padded_tokens, 1),
         }
+
+
+def guard(settled: list[SettledStep], progress: Progress, max_nonfinite: int) -> None:
+    """Warn of each skipped step in `settled` (steps as `LogWindow.settle` read them), and stop
+    the run at `max_nonfinite` of them in a row."""
+    for stats in settled:
+        progress.nonfinite_in_a_row = progress.nonfinite_in_a_row + 1 if stats.skipped else 0
+        if stats.skipped:
+            logger.warning(
+                f"step {stats.step}: non-finite loss or gradient norm (loss {stats.loss}, "
+                f"grad norm {stats.grad_norm}); update skipped"
+            )
+        if progress.nonfinite_in_a_row >= max_nonfinite:
+            raise TrainingError(
+                f"{progress.nonfinite_in_a_row} non-finite updates in a row at step "
+                f"{stats.step}: lower training.lr, raise training.warmup_steps, or use "
+                "training.precision=fp32"
+            )

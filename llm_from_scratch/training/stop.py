@@ -8,16 +8,27 @@ reaches each worker twice, from the terminal and forwarded by torchrun.
 Under torchrun every rank asks the others each step (`Distributed.any`), so all stop at the same
 step, whichever got the signal; torchrun kills its workers 30 s after it forwards a signal, which
 a step and a save must fit.
+
+Under `make train 2>&1 | tee log`, Ctrl-C stops `tee` too: the run's next write (the progress
+bar's) would raise BrokenPipeError before the step's save. Within `closed_output_dropped`, what
+is written to a stdout or stderr that nobody reads any more is dropped instead (Python ignores
+SIGPIPE, so the write fails rather than killing the process), and the run saves and exits as at
+a terminal.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import Any, TextIO
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 REPEAT_WINDOW = 1.0  # seconds
@@ -72,5 +83,71 @@ class StopRequest:
         # first ends the progress bar's line.
         name = signal.Signals(signum).name
         line = f"\n{name} again: stopped at once, without saving; run the same command to resume"
-        os.write(2, f"{line} from the last save\n".encode())
+        with suppress(OSError):  # stderr's reader is gone: exit all the same
+            os.write(2, f"{line} from the last save\n".encode())
         os._exit(128 + signum)
+
+
+# A pipe whose reader is gone (EPIPE), or a terminal that hung up (EIO)
+CLOSED = (errno.EPIPE, errno.EIO)
+
+
+class DroppingStream:
+    """`stream`, whose writes are dropped once its reader is gone. Its file descriptor is then
+    pointed at /dev/null, so that every other writer of it (a C library, a buffer flushed at
+    exit) stops failing too."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as error:
+            self._drop(error)
+            return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as error:
+            self._drop(error)
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno, isatty...: the stream's
+        if name == "stream":  # not set yet (a copy in the making)
+            raise AttributeError(name)
+        return getattr(self.stream, name)
+
+    def _drop(self, error: OSError) -> None:
+        if error.errno not in CLOSED:
+            raise error
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.stream.fileno())
+            os.close(null)
+            self.stream.flush()  # what the buffer kept of the failed write, now to /dev/null
+        except (OSError, ValueError):  # no descriptor of its own (a test's capture)
+            pass
+
+
+@contextmanager
+def closed_output_dropped() -> Iterator[None]:
+    """Within the block, `sys.stdout` and `sys.stderr` drop what is written once their reader
+    is gone, instead of raising BrokenPipeError. Enter it before logging is set up, so that log
+    handlers and progress bars write through it; on leaving, what is buffered is flushed
+    through it, and the streams before it come back."""
+    stdout, stderr = sys.stdout, sys.stderr
+    if stdout is None or stderr is None:  # no console at all (pythonw): nothing to guard
+        yield
+        return
+    sys.stdout, sys.stderr = DroppingStream(stdout), DroppingStream(stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = stdout, stderr

@@ -1,5 +1,6 @@
 """The training loop: `Trainer(config, data, plan).fit()` trains one model on one schedule, the
-plan `budget/planner.py` fixed (`run.py` runs plan, training and the final model in order).
+plan `budget/planner.py` fixed (`programs/train.py` `train` runs the whole run in order).
+`_train` is the loop; what a time budget asks of it is behind one `budget.timing.Budget`.
 
 One optimizer step consumes `accumulation_steps` token-budget batches; their summed losses are
 divided by the target tokens of all of them (across DDP ranks too), so accumulation and more ranks
@@ -13,15 +14,13 @@ from __future__ import annotations
 import logging
 import random
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch.nn.parallel import DistributedDataParallel
 
 from llm_from_scratch.checkpoint import (
     build_model,
@@ -30,44 +29,27 @@ from llm_from_scratch.checkpoint import (
     load_weights,
     save_checkpoint,
 )
-from llm_from_scratch.data.batch import Batch
-from llm_from_scratch.data.batching import TokenBudgetBatchSampler
 from llm_from_scratch.data.datamodule import DataModule
-from llm_from_scratch.device import resolve_device, synchronize
-from llm_from_scratch.errors import UserError
-from llm_from_scratch.paths import RunDir
-from llm_from_scratch.precision import Precision, select_precision
 from llm_from_scratch.training.budget.recipe import Plan, recipe_plan
-from llm_from_scratch.training.budget.schedule import Deadline, Schedule
-from llm_from_scratch.training.budget.timing import Replan, RunBudget
-from llm_from_scratch.training.compiling import compiled
 from llm_from_scratch.training.config import TrainConfig
-from llm_from_scratch.training.distributed import Distributed
-from llm_from_scratch.training.global_batch import (
-    StepBatches,
-    batch_shapes,
-    global_target_tokens,
-)
+from llm_from_scratch.training.distributed import Distributed, training_precision
 from llm_from_scratch.training.lock import discard_snapshots_after
 from llm_from_scratch.training.logging import RunLogger
-from llm_from_scratch.training.loss import ModelLoss
+from llm_from_scratch.training.loss import ModelLoss, forward_module
 from llm_from_scratch.training.optim import (
     build_optimizer,
     build_scheduler,
-    lr_multiplier,
+    rescheduled,
     step_unless_nonfinite,
 )
 from llm_from_scratch.training.parent import Parent
 from llm_from_scratch.training.profiling import UPDATE_RANGE, StepProfiler, fetched
 from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
 from llm_from_scratch.training.resume import (
-    NOT_READ,
-    NotRead,
     SavedRun,
     check_stopping_settings,
     continued_precision,
     restore_optimizer,
-    saved_or_read,
 )
 from llm_from_scratch.training.state import (
     Progress,
@@ -77,15 +59,11 @@ from llm_from_scratch.training.state import (
     rng_state,
     set_rng_state,
 )
-from llm_from_scratch.training.stats import LogWindow, SettledStep, StepStats
+from llm_from_scratch.training.stats import LogWindow, StepBatches, StepStats, guard
 from llm_from_scratch.training.stop import Stopped, StopRequest
 from llm_from_scratch.training.validation import Validator, corpus_metric
 
 logger = logging.getLogger(__name__)
-
-
-class TrainingError(UserError):
-    """Training cannot go on (e.g. the loss keeps being non-finite)."""
 
 
 class Trainer:
@@ -95,46 +73,36 @@ class Trainer:
         data: DataModule,
         plan: Plan | None = None,
         dist: Distributed | None = None,
-        clock: Callable[[], float] = time.perf_counter,
-        replan: Replan | None = None,
-        deadline: Deadline | None = None,
+        saved: SavedRun | None = None,
         parent: Parent | None = None,
-        saved: SavedRun | NotRead | None = NOT_READ,
     ):
-        """Train `plan` (default: `config`'s step budget). `replan`: a time budget's re-plan of
-        the step count at the warm-up's end, from the run's own steps; `deadline`: its end, which
-        a validation may not push the run past; `parent`: the model a new run starts from
-        (`training.init_from`), whose lineage its checkpoints record; `saved`: what the run
-        continues from, as `resume.read_saved_run` read it (default: `fit` reads it)."""
+        """A model of `plan` (default: `config`'s step budget), ready to train: restored from
+        `saved` (`resume.read_saved_run`'s read of the run's `last.pt`), else, where the run
+        fine-tunes one (`training.init_from`), with the weights of `parent`, whose lineage its
+        checkpoints record."""
         self.config = config
-        self.clock = clock
         self.data = data
         self.dist = dist or Distributed()
-        self.plan = plan or recipe_plan(config, Schedule.of(config.training))
+        self.plan = plan or recipe_plan(config)
         self.schedule = self.plan.schedule
-        self.replan = replan
-        self.deadline = deadline
-        self.parent = parent
-        self.saved = saved
+        self.budget = self.plan.budget  # what the budget asks of the loop; its clock
+        self.run_dir = config.run_dir
         self.lineage = parent.lineage if parent is not None else None
-        device = resolve_device(config.training.device, "training.device")
-        if device.type == "cuda" and self.dist.enabled:
-            device = torch.device("cuda", self.dist.local_rank)
-        precision = select_precision(config.training.precision, device)
-        if self.dist.any(precision.name == "fp32"):  # `auto` times each rank's CPU; all must agree
-            precision = Precision(device, "fp32")
-        self.precision = precision
-        self.device = device
-        if device.type == "cuda" and precision.name == "fp32":
-            # TF32 matrix products: fp32's range with a 10-bit mantissa, on the tensor cores.
-            torch.set_float32_matmul_precision("high")
+        training = config.training
+        self.precision = training_precision(training.device, training.precision, self.dist)
+        self.device = self.precision.device
         self._build_model()
-        self.scheduler = build_scheduler(self.optimizer, config.training.schedule, self.schedule)
+        self.scheduler = build_scheduler(self.optimizer, training.schedule, self.schedule)
         self.scaler = self.precision.grad_scaler()
         self.progress = Progress()
         if self.plan.budgeted:
             self.progress.record_plan(self.schedule, first=True)
-        self.run_dir = RunDir.of(config.paths, config.name)
+        if saved is not None:
+            self._restore(saved)
+        elif parent is not None:
+            load_weights(self.model, parent.weights, str(parent.path))
+            if self.dist.is_main:
+                logger.info("starting from %s: its weights, a fresh optimizer and schedule", parent)
 
     def _build_model(self) -> None:
         """A freshly seeded model of the plan, and its optimizer at the plan's learning rate."""
@@ -152,20 +120,12 @@ class Trainer:
             group["lr"] = group["initial_lr"] = self.plan.lr
         pad_id, smoothing = self.data.tgt_tok.pad_id, training.label_smoothing
         self.model_loss = ModelLoss(self.model, self.precision, pad_id, smoothing)
-        self.forward_model: torch.nn.Module = self.model_loss
-        if self.dist.enabled:
-            ids = [self.device.index] if self.device.type == "cuda" else None
-            # The position tables are the only buffers and never change: no broadcast per
-            # forward.
-            self.forward_model = DistributedDataParallel(
-                self.model_loss, device_ids=ids, forward_sync_buffers=False
-            )
-        if training.compiles(self.device):
-            self.forward_model = compiled(self.forward_model, self._batch_shapes())
+        compiles = training.compiles(self.device)
+        self.forward_model = forward_module(self.model_loss, self.dist, compiles, self.batch_shapes)
         if self.dist.rank:  # each rank its own dropout masks
             torch.manual_seed(dropout_seed(training.seed, self.dist.rank, self.dist.world_size, 0))
 
-    def _batch_shapes(self) -> int:
+    def batch_shapes(self) -> int:
         """The distinct shapes of the first epoch's batches on this rank."""
         loader = self.data.train_loader(
             0,
@@ -173,7 +133,7 @@ class Trainer:
             world_size=self.dist.world_size,
             batch_tokens=self.plan.batch_tokens,
         )
-        return len(batch_shapes(loader.batch_sampler))
+        return len(loader.batch_sampler.batch_shapes())
 
     def validator(self) -> Validator | None:
         """Validation of the current model, on the main process."""
@@ -184,17 +144,13 @@ class Trainer:
     # ---- one optimizer step -------------------------------------------------------------------
 
     @torch.profiler.record_function(UPDATE_RANGE)
-    def update(self, micro_batches: list[Batch]) -> StepStats:
-        """Forward/backward every micro-batch, then one (guarded) optimizer step."""
+    def update(self, step: StepBatches) -> StepStats:
+        """Forward/backward every micro-batch of `step`, then one (guarded) optimizer step."""
         self.model.train()
-        local_tokens = sum(batch.tgt_tokens for batch in micro_batches)
-        if isinstance(micro_batches, StepBatches):  # as `batches` makes them
-            global_tokens = micro_batches.global_target_tokens
-        else:
-            global_tokens = self.dist.sum(local_tokens)
+        micro_batches = step.batches
         # DDP averages gradients over ranks; scaling by world_size / global tokens turns that
         # average into the per-token mean of the whole global batch.
-        scale = self.dist.world_size / max(global_tokens, 1)
+        scale = self.dist.world_size / max(step.global_target_tokens, 1)
         total_loss = torch.zeros((), device=self.device)
         for index, batch in enumerate(micro_batches):
             batch = batch.to(self.device, non_blocking=True)
@@ -213,15 +169,13 @@ class Trainer:
         # Every update moves the schedule on, skipped ones too, as `Progress.step` counts them:
         # the host never waits to learn whether the step was taken.
         self.scheduler.step()
-        padded = sum(b.src.numel() + b.tgt_in.numel() for b in micro_batches)
-        real = sum(b.src_tokens + b.tgt_tokens for b in micro_batches)
         return StepStats(
             loss_sum=total_loss,
             grad_norm=grad_norm.detach(),
             skipped=skipped,
-            target_tokens=local_tokens,
-            padded_tokens=padded,
-            real_tokens=real,
+            target_tokens=sum(batch.tgt_tokens for batch in micro_batches),
+            padded_tokens=sum(b.src.numel() + b.tgt_in.numel() for b in micro_batches),
+            real_tokens=sum(b.src_tokens + b.tgt_tokens for b in micro_batches),
         )
 
     # ---- the loop -----------------------------------------------------------------------------
@@ -229,7 +183,6 @@ class Trainer:
     def fit(self, log: RunLogger | None = None) -> dict[str, float]:
         """Train the planned steps (or until max_epochs or early stopping); return the last dev
         metrics. `log`: TensorBoard's (default: one of the run's own, closed at the end)."""
-        self.resume()
         if self.progress.finished:
             logger.info(
                 "%s is finished at step %d: nothing to train", self.run_dir, self.progress.step
@@ -260,50 +213,42 @@ class Trainer:
     def _train(
         self, log: RunLogger, bar: TrainingBar, request: StopRequest, profiler: StepProfiler
     ) -> dict[str, float]:
-        training = self.config.training
+        training, budget, progress = self.config.training, self.budget, self.progress
         validator = self.validator()
-        started, window = self.clock(), LogWindow()
-        start_elapsed = self.progress.elapsed
-        early_stopping = training.patience is not None
-        budget = RunBudget(self.replan, self.deadline, early_stopping, self.progress.step)
-        metrics: dict[str, float] = {}
+        budget.start(progress.step)
+        window, metrics = LogWindow(), {}
+        started, start_elapsed = budget.clock(), progress.elapsed
 
         def now() -> float:
-            """The clock once the device has done the steps queued so far."""
-            synchronize(self.device)
-            time_now = self.clock()
-            self.progress.elapsed = start_elapsed + time_now - started
+            time_now = budget.time(self.device)
+            progress.elapsed = start_elapsed + time_now - started
             return time_now
 
-        for micro_batches in fetched(self.batches()):
-            stats = self.update(micro_batches)
-            self.progress.step += 1
-            step = self.progress.step
+        for step_batches in fetched(self.batches()):
+            stats = self.update(step_batches)
+            progress.step += 1
+            step = progress.step
             window.add(step, stats)
             bar.advance()
             # Every rank has taken the same steps of the same epochs (each epoch gives every
             # rank as many batches): no rank needs to ask the others.
-            stop = out_of_steps(self.progress, self.schedule.steps, training)
+            stop = out_of_steps(progress, self.schedule.steps, training)
             validates = step % self.schedule.eval_every == 0 or stop
             saves = step % self.schedule.save_every == 0 or stop
             logs = step % training.log_every == 0 or step == 1
-            replans = budget.replan_due(step, self.schedule)
             # Only these steps read the clock: a read waits for the device.
-            timed = logs or validates or saves or replans or budget.timing.starts_at(step)
+            timed = logs or validates or saves or budget.needs_time(step, self.schedule)
             step_end = now() if timed else None
-            budget.timing.add(step, step_end, stats.real_tokens)
-            if replans:
-                assert step_end is not None
-                self.replan = None  # once: a second `fit` of this trainer keeps the plan
-                self._follow(budget.replanned(self.schedule, step, step_end))
+            replanned = budget.step_done(step, step_end, stats.real_tokens, self.schedule)
+            if replanned is not None:
+                self._follow(replanned)
                 bar.set_total(self.schedule.steps)
             if logs:
                 self._log_step(window, bar, log, step)
                 window = LogWindow()
             if validates or saves:
-                self._guard(window.settle())  # what a checkpoint saves includes every step
+                self._guard(window)  # what a checkpoint saves includes every step
             if validates:
-                assert step_end is not None
                 fits = stop or budget.validation_fits(step_end, self.schedule, step)
                 if validator is not None and fits:
                     with bar.validating(len(validator.bleu_subset)):
@@ -311,7 +256,7 @@ class Trainer:
                     self._record_validation(metrics)
                     window = LogWindow()  # tokens/s measures training, not validation
                 stop = self._early_stop(stop)
-            self.progress.finished = stop
+            progress.finished = stop
             if saves:
                 # The snapshot first: a run killed between the two writes resumes from the
                 # previous last.pt and writes this snapshot again, so it averages the same.
@@ -323,19 +268,18 @@ class Trainer:
             # validate or save, so that no other step waits for the others.
             agree = not self.dist.enabled or logs or validates or saves
             if agree and self.dist.any(request.requested):
-                self._guard(window.settle())
+                self._guard(window)
                 now()
                 self._stop_on_signal(request.signum, saved=step % self.schedule.save_every == 0)
             if validates or saves:
-                assert step_end is not None
-                budget.timing.pause(now() - step_end)
+                budget.paused(now() - step_end)
             profiler.step()
         return metrics
 
     def _log_step(self, window: LogWindow, bar: TrainingBar, log: RunLogger, step: int) -> None:
         """Read the window's steps on the host (the one wait for the device between log steps),
         check them for non-finite updates, and log their averages."""
-        self._guard(window.settle())
+        self._guard(window)
         scalars = window.summary(self.dist.world_size)
         scalars["train/lr"] = self.scheduler.get_last_lr()[0]
         if self.scaler.is_enabled():  # fp16: a scale that keeps falling says the run diverges
@@ -346,6 +290,11 @@ class Trainer:
         bar.show_training(scalars["train/loss"], scalars["train/tokens_per_second"])
         log.scalars(scalars, step)
 
+    def _guard(self, window: LogWindow) -> None:
+        """Settle the window's steps on the host and stop the run at too many non-finite
+        updates in a row (`stats.guard`)."""
+        guard(window.settle(), self.progress, self.config.training.max_nonfinite)
+
     def _stop_on_signal(self, signum: int | None, saved: bool) -> None:
         """The step is done (validation and snapshot included, as an uninterrupted run does
         them): save `last.pt` unless this step did, and raise `Stopped`."""
@@ -355,17 +304,11 @@ class Trainer:
         path = self.run_dir.last
         raise Stopped(self.progress.step, path, signum or signal.SIGTERM)  # another rank's
 
-    def _follow(self, schedule: Schedule) -> None:
+    def _follow(self, schedule) -> None:
         """Train on under the time budget's re-planned `schedule` from the step reached."""
-        if schedule == self.schedule:
-            return
-        position = self.scheduler.state_dict()
+        kind = self.config.training.schedule
+        self.scheduler = rescheduled(self.optimizer, self.scheduler, kind, schedule)
         self.schedule = schedule
-        self.scheduler = build_scheduler(self.optimizer, self.config.training.schedule, schedule)
-        self.scheduler.load_state_dict(position)
-        next_lr = lr_multiplier(self.scheduler.last_epoch, self.config.training.schedule, schedule)
-        for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"] * next_lr
         self.progress.record_plan(schedule, first=False)
         self.plan = replace(self.plan, schedule=schedule)
 
@@ -381,7 +324,7 @@ class Trainer:
                 device=self.device,
                 batch_tokens=self.plan.batch_tokens,
             )
-            group: list[Batch] = []
+            group = []
             for batch in loader:
                 group.append(batch)
                 if len(group) == self.config.training.accumulation_steps:
@@ -392,31 +335,13 @@ class Trainer:
             self.progress.epoch += 1
             self.progress.batch_in_epoch = 0
 
-    def _step_batches(self, sampler: TokenBudgetBatchSampler, group: list[Batch]) -> StepBatches:
+    def _step_batches(self, sampler, group: list) -> StepBatches:
         """`group`, the next of this rank's batches, as one step's, which it counts done."""
         first = self.progress.batch_in_epoch
         self.progress.batch_in_epoch += len(group)
         if not self.dist.enabled:
-            return StepBatches(group, sum(batch.tgt_tokens for batch in group))
-        return StepBatches(group, global_target_tokens(sampler, first, len(group)))
-
-    def _guard(self, settled: list[SettledStep]) -> None:
-        """Warn of each skipped step in `settled` (steps as `LogWindow.settle` read them), and
-        stop the run at `max_nonfinite` of them in a row."""
-        progress = self.progress
-        for stats in settled:
-            progress.nonfinite_in_a_row = progress.nonfinite_in_a_row + 1 if stats.skipped else 0
-            if stats.skipped:
-                logger.warning(
-                    f"step {stats.step}: non-finite loss or gradient norm (loss {stats.loss}, "
-                    f"grad norm {stats.grad_norm}); update skipped"
-                )
-            if progress.nonfinite_in_a_row >= self.config.training.max_nonfinite:
-                raise TrainingError(
-                    f"{progress.nonfinite_in_a_row} non-finite updates in a row at step "
-                    f"{stats.step}: lower training.lr, raise training.warmup_steps, or use "
-                    "training.precision=fp32"
-                )
+            return StepBatches.alone(group)
+        return StepBatches(group, sampler.global_target_tokens(first, len(group)))
 
     def _record_validation(self, metrics: dict[str, float]) -> None:
         """Track the best dev BLEU, log the validation, and save `best.pt` when it improved."""
@@ -489,22 +414,10 @@ class Trainer:
         for old in self.run_dir.snapshot_paths()[:-keep]:
             old.unlink()
 
-    def resume(self) -> None:
-        """Continue from `last.pt`, or where it is gone, under `training.resume_from=snapshot`,
-        from the newest snapshot (`resume.py`); the plan is the one it stored (the planner read
-        it). Neither: a new run."""
+    def _restore(self, saved: SavedRun) -> None:
+        """Continue from `saved`: `last.pt`, or under `training.resume_from=snapshot` the newest
+        snapshot (`resume.py`); the plan is the one it stored (the planner read it)."""
         training = self.config.training
-        saved = saved_or_read(self.saved, self.run_dir, training)
-        self.saved = NOT_READ  # a second `fit` reads what the first one wrote
-        if saved is None:
-            if self.parent is not None:
-                load_weights(self.model, self.parent.weights, str(self.parent.path))
-                if self.dist.is_main:
-                    logger.info(
-                        "starting from %s: its weights, a fresh optimizer and schedule",
-                        self.parent,
-                    )
-            return
         check_compatible(
             saved.state, self.model.cfg, self.data.src_tok, self.data.tgt_tok, saved.path
         )

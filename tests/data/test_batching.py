@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler, batch_cost, pack
-from llm_from_scratch.data.reference import reference_pack
 from llm_from_scratch.errors import UserError
+from tests.reference.batching import reference_pack
 
 lengths = st.lists(st.integers(1, 30), min_size=1, max_size=300)
 

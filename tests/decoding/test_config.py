@@ -7,33 +7,31 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from llm_from_scratch.decoding.config import DecodingConfig
+from llm_from_scratch.decoding.config import RECIPE_KEYS, DecodingConfig, preset_settings
 from llm_from_scratch.errors import ConfigError
 
 DECODING_DIR = Path(__file__).resolve().parents[2] / "configs" / "decoding"
 
 
-# Set by a recipe for its corpus (configs/train.yaml, experiments), not by a preset: an
-# evaluation that names a preset keeps the run's.
-RECIPE_KEYS = {"clause_split_tokens"}
-
-
 @pytest.mark.parametrize("path", sorted(DECODING_DIR.glob("*.yaml")), ids=lambda p: p.stem)
-def test_yaml_options_match_the_schema(path):
-    values = OmegaConf.to_container(OmegaConf.load(path))
-    assert set(values) == set(DecodingConfig.__dataclass_fields__) - RECIPE_KEYS
+def test_a_preset_leaves_the_recipes_keys_to_the_run(path):
+    values = OmegaConf.to_container(OmegaConf.load(path)) or {}
+    assert not set(values) & set(RECIPE_KEYS)
     DecodingConfig(**values)
 
 
-def test_beam_option_is_the_schemas_defaults():
-    """What `make train` stores in a run (and `translate.py` decodes with) is what code gets."""
-    values = OmegaConf.to_container(OmegaConf.load(DECODING_DIR / "beam.yaml"))
-    assert DecodingConfig(**values) == DecodingConfig()
+def test_a_preset_stands_for_every_key_but_the_recipes():
+    """`evaluate.py decoding=greedy` on a run that changed a key (kftt's prefer_finished) decodes
+    with greedy's settings, all of them, and the run's clause limit."""
+    settings = preset_settings({"beam_size": 1})
+    assert set(settings) == set(DecodingConfig.__dataclass_fields__) - set(RECIPE_KEYS)
+    assert settings["beam_size"] == 1 and settings["prefer_finished"] is False
 
 
-def test_greedy_option_is_beam_size_one():
+def test_greedy_option_is_beam_size_one_without_a_length_penalty():
     values = OmegaConf.to_container(OmegaConf.load(DECODING_DIR / "greedy.yaml"))
-    assert DecodingConfig(**values).beam_size == 1
+    config = DecodingConfig(**preset_settings(values))
+    assert (config.beam_size, config.length_penalty) == (1, 0.0)
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,7 @@ from llm_from_scratch.programs import translate as translate_cli
 from llm_from_scratch.programs.model_choice import load_translator
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.schema import to_schema
-from llm_from_scratch.serving.service import TranslationService
+from llm_from_scratch.serving.service import Search, TranslationService
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from tests.decoding.builders import (
     CONFIG_DIR,
@@ -254,18 +254,20 @@ def test_per_core_workers_run_the_same_search_as_one_worker(
     directory = export_checkpoint(checkpoint, tmp_path / "m", quantization=quantization).directory
     engine = CTranslate2Model(directory, device="cpu", threads=2)
     assert engine.on_workers()
-    worker_batch, batches = ctranslate2_engine._worker_batch, []
+    worker_batch, batches = ctranslate2_engine.worker_batch, []
+    one_worker, on_one_worker = engine.one_worker, []
+    monkeypatch.setattr(engine, "one_worker", lambda: on_one_worker.append(True) or one_worker())
 
     def small_batches(*args) -> int:
         batches.append(worker_batch(*args))
         return 8  # several batches on each worker
 
-    monkeypatch.setattr(ctranslate2_engine, "_worker_batch", small_batches)
+    monkeypatch.setattr(ctranslate2_engine, "worker_batch", small_batches)
     cfg = DecodingConfig(beam_size=beam_size, nbest=beam_size, precision="fp32")
     per_core = engine.decode_pieces(pieces, cfg)
     engine.per_core_workers = False
     one_worker = engine.decode_pieces(pieces, cfg)
-    assert engine._one_worker is not None
+    assert on_one_worker  # the second search ran on the one worker
     assert batches  # the first search ran on the workers
     assert [[h.tokens for h in n] for n in per_core] == [[h.tokens for h in n] for n in one_worker]
 
@@ -293,7 +295,7 @@ def test_every_length_classs_search_is_queued_before_any_is_awaited(exported: Pa
 
     engine.translator = Recording(engine.translator)
     cfg = DecodingConfig(beam_size=4, precision="fp32")
-    classes = len(ctranslate2_engine._by_length_class(pieces, cfg.beam_size))
+    classes = len(ctranslate2_engine.by_length_class(pieces, cfg.beam_size))
     assert classes > 1
     assert len(engine.decode_pieces(pieces, cfg)) == len(pieces)
     assert events[: classes + 1] == ["queue"] * classes + ["await"]
@@ -319,7 +321,7 @@ def test_loading_an_export_leaves_torchs_threads_as_they_were(exported: Path):
 )
 def test_worker_batches_share_a_call_evenly_up_to_a_row_budget(sources, beam_size, expected):
     cfg = DecodingConfig(beam_size=beam_size)
-    assert ctranslate2_engine._worker_batch(sources, 2, cfg) == expected
+    assert ctranslate2_engine.worker_batch(sources, 2, cfg) == expected
 
 
 def test_the_heatmap_is_the_torch_models_last_layer(exported: Path, model, tokenizer):
@@ -328,7 +330,10 @@ def test_the_heatmap_is_the_torch_models_last_layer(exported: Path, model, token
     text = "the cat sat."
     best = service.translator.translate([text])[0].candidates[0]
     [source] = service.translator.translate([text])[0].sentences
-    alignment = service._alignment(source, best.sentences[0])
+    search = Search(service.translator.decode.beam_size, nbest=1, attention=True)
+    [served] = service.translate(search, [text])
+    alignment = served.sentences[0].attention
+    assert alignment is not None
     src_ids = [*source.pieces[0], tokenizer.eos_id]
     tgt_out = best.tokens if best.hit_max_len else [*best.tokens, tokenizer.eos_id]
     expected = teacher_forced_attention(model, src_ids, tgt_out, tokenizer.bos_id)[-1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -300,7 +302,7 @@ def test_beam_early_stop_changes_nothing_but_the_work(
 ):
     options = {"alpha": alpha, "max_len_b": 20}
     early_rows, early = count_decoded_rows(copy_model, beam, tokenizer, sources, **options)
-    monkeypatch.setattr(beam_module, "_cannot_improve", lambda *args: False)
+    monkeypatch.setattr(beam_module, "cannot_improve", lambda *args: False)
     full_rows, full = count_decoded_rows(copy_model, beam, tokenizer, sources, **options)
     assert [as_tuples(n) for n in early] == [as_tuples(n) for n in full]
     assert early_rows < full_rows
@@ -336,14 +338,14 @@ def _reference_ban(logits, generated, n):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_the_ngram_ban_equals_the_rule_written_out(n):
-    from llm_from_scratch.decoding.common import _ban_repeated_ngrams
-
+    specials = SimpleNamespace(bos_id=7, pad_id=8)  # never outputs; the ban's tokens are 0-3
     generator = torch.Generator().manual_seed(n)
     for steps in range(0, 12):
         generated = torch.randint(0, 4, (6, steps), generator=generator)  # small vocab: repeats
         logits = torch.randn(6, 9, generator=generator)
         expected = logits.clone()
+        expected[:, [specials.bos_id, specials.pad_id]] = float("-inf")
         if steps >= n:
             _reference_ban(expected, generated, n)
-        _ban_repeated_ngrams(logits, generated, n, None)
-        assert torch.equal(logits, expected)
+        log_probs = next_token_log_probs(logits, generated, specials, n)
+        assert torch.equal(log_probs.isinf(), expected.isinf())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llm_from_scratch.model.reference import ReferenceSeq2Seq
+from tests.reference.transformer import ReferenceSeq2Seq
 
 from .builders import SRC_VOCAB, TGT_VOCAB, build_model, padded_batch
 

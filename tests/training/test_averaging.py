@@ -18,7 +18,7 @@ from llm_from_scratch.checkpoint import (
 )
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.averaging import average_checkpoints, average_state_dicts
-from llm_from_scratch.training.run import train_run
+from tests.training.test_trainer import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ def trained_run(copy_task, tmp_path_factory):
     )  # fmt: skip
     paths = dataclasses.replace(config.paths, run_dir=str(run_dir))
     cfg = dataclasses.replace(config, paths=paths, training=training)
-    train_run(cfg, data)
+    Run(cfg, data).fit()
     return run_dir
 
 

@@ -15,6 +15,7 @@ from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.budget import planner as planner_module
 from llm_from_scratch.training.budget.recipe import (
     describe_recipe,
+    recipe_config,
     recipe_plan,
     recipe_tokenizers,
 )
@@ -34,8 +35,7 @@ from llm_from_scratch.training.budget.timing import RunTiming
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.finished import finished_run
 from llm_from_scratch.training.optim import lr_multiplier
-from llm_from_scratch.training.resume import FinishedRunError
-from llm_from_scratch.training.run import recipe_config
+from llm_from_scratch.training.resume import FinishedRunError, read_saved_run
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import Validator
@@ -329,7 +329,7 @@ def test_a_budget_that_picks_the_short_recipe_trains_with_its_tokenizers(
     budget = budgeted(config, tmp_path / "budget", max_time="60", short_run=short)
     # A second an update: the clock is read only where the run needs the time, so a clock that
     # ticks per reading would make the steps nearly free and every plan fit.
-    trainer = Run(budget, data, clock=StepClock(monkeypatch), prepare=prepared)
+    trainer = Run(budget, data, clock=StepClock(monkeypatch), keep_tokenizers=False)
     with caplog.at_level("INFO"):
         trainer.fit()
     assert "trains its own tokenizers (training.short_run.vocab_size=300)" in caplog.text
@@ -650,11 +650,12 @@ def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
         model = restore_for_inference(state)[0]  # what translate.py and serve.py build
         assert layer_counts(model) == (2, 3)
     # Running the finished command again is this run, not another one with another model.
-    assert finished_run(RunDir(tmp_path), cfg).step == 6
+    saved = read_saved_run(RunDir(tmp_path), cfg.training)
+    assert finished_run(RunDir(tmp_path), cfg, saved).step == 6
     # The same command without the short recipe describes another run.
     default_recipe = dataclasses.replace(cfg.training, short_run=None)
     with pytest.raises(FinishedRunError, match=r"model\.n_decoder_layers: 3 != 1"):
-        finished_run(RunDir(tmp_path), dataclasses.replace(cfg, training=default_recipe))
+        finished_run(RunDir(tmp_path), dataclasses.replace(cfg, training=default_recipe), saved)
 
 
 @pytest.mark.slow

@@ -43,12 +43,12 @@ def test_each_batch_shape_compiles_once(copy_task, tmp_path, eager_dynamo, monke
     config, data, _ = copy_task
     monkeypatch.setattr(compiling, "MAX_STATIC_SHAPES", 10_000)  # static, however many
     trainer = Trainer(fp32(config, tmp_path / "run", compile="true"), data)
-    epoch_shapes = trainer._batch_shapes()
+    epoch_shapes = trainer.batch_shapes()
     assert trainer.forward_model._orig_mod is trainer.model_loss  # compiled once, not twice
     assert torch._dynamo.config.recompile_limit == max(8, epoch_shapes)
     by_shape = {}  # a step of each shape, in the epoch's order
     for group in itertools.islice(trainer.batches(), 200):
-        by_shape.setdefault((group[0].src.shape, group[0].tgt_in.shape), group)
+        by_shape.setdefault((group.batches[0].src.shape, group.batches[0].tgt_in.shape), group)
         if len(by_shape) == SHAPES:
             break
     groups, shapes = list(by_shape.values()), set(by_shape)
@@ -118,7 +118,7 @@ def test_a_kyoto_wiki_epoch_takes_32_shapes_each_compiled_once_probes_included(
     probed = graphs()
     by_shape = {}
     for group in trainer.batches():
-        by_shape.setdefault((group[0].src.shape, group[0].tgt_in.shape), group)
+        by_shape.setdefault((group.batches[0].src.shape, group.batches[0].tgt_in.shape), group)
         if len(by_shape) == len(set(static_shapes)):
             break
     for group in by_shape.values():

@@ -10,6 +10,7 @@ import re
 import pytest
 import torch
 
+from llm_from_scratch.training.stats import StepBatches
 from llm_from_scratch.training.trainer import Trainer
 
 from .test_trainer import with_trainer
@@ -37,7 +38,8 @@ def test_an_update_on_cuda_has_the_cpus_loss_and_gradient(copy_task, tmp_path, c
         config, data, tmp_path / "cuda", device="cuda", precision="fp32", compile=compile_model
     )
     assert on_cuda.config.training.compiles(on_cuda.device) == (compile_model == "true")
-    expected, got = on_cpu.update(batch), on_cuda.update(batch)
+    step = StepBatches.alone(batch)
+    expected, got = on_cpu.update(step), on_cuda.update(step)
     assert got.loss == pytest.approx(expected.loss, rel=1e-4)
     assert got.grad_norm.item() == pytest.approx(expected.grad_norm.item(), rel=1e-3)
 
@@ -50,7 +52,7 @@ def test_mixed_precision_on_cuda_learns(copy_task, tmp_path, precision):
     assert trainer.scaler.is_enabled() == (precision == "fp16")
     losses, skipped = [], 0
     for _ in range(40):
-        stats = trainer.update(batches)
+        stats = trainer.update(StepBatches.alone(batches))
         losses.append(stats.loss)
         skipped += int(stats.skipped)
     # fp16's scaler starts high and backs off through a few skipped steps; then it must settle.

@@ -9,7 +9,6 @@ import numpy as np
 
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler
 from llm_from_scratch.data.shapes import plan_shapes
-from llm_from_scratch.training.global_batch import batch_shapes, global_target_tokens
 
 WORLD_SIZE, FIRST, COUNT = 2, 3, 2
 
@@ -22,7 +21,7 @@ def test_the_global_count_is_the_sum_over_the_ranks_batches(copy_task):
         for loader in loaders
         for batch in itertools.islice(loader, FIRST, FIRST + COUNT)
     )
-    counted = [global_target_tokens(loader.batch_sampler, FIRST, COUNT) for loader in loaders]
+    counted = [loader.batch_sampler.global_target_tokens(FIRST, COUNT) for loader in loaders]
     assert counted == [held, held]
 
 
@@ -33,5 +32,5 @@ def test_static_batches_are_compiled_for_the_plan_s_shapes_not_their_longest_pai
     plan = plan_shapes(src, tgt, 1024, step=8, max_shapes=6, longest=61)
     sampler = TokenBudgetBatchSampler(src, tgt, 1024, seed=3, shapes=plan)
     expected = {plan.batch_shape(src[b].tolist(), tgt[b].tolist()) for b in sampler}
-    assert batch_shapes(sampler) == expected
-    assert len(expected) <= 6 < len(batch_shapes(TokenBudgetBatchSampler(src, tgt, 1024, seed=3)))
+    assert sampler.batch_shapes() == expected
+    assert len(expected) <= 6 < len(TokenBudgetBatchSampler(src, tgt, 1024, seed=3).batch_shapes())

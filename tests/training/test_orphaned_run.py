@@ -12,11 +12,16 @@ import torch
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.average_checkpoints import main as average_main
-from llm_from_scratch.training.finished import finished_run
 from llm_from_scratch.training.resume import OrphanedRunError, resume_path
 from llm_from_scratch.training.trainer import Trainer
 from tests.training.test_run_dir import state_of
-from tests.training.test_trainer import Run, crashing_after_step, fp32
+from tests.training.test_trainer import (
+    Run,
+    crashing_after_step,
+    finished_run_of,
+    fp32,
+    run_trainer,
+)
 
 SETTINGS = {"max_steps": 4, "eval_every": 2, "save_every": 2, "keep_snapshots": 3}
 
@@ -58,7 +63,7 @@ def test_a_run_without_last_pt_is_refused_and_keeps_every_file(copied):
         "exactly, the uninterrupted one)"
     )
     with pytest.raises(OrphanedRunError) as error:
-        finished_run(RunDir(run_dir), config)  # what the train program asks first
+        finished_run_of(RunDir(run_dir), config)  # what the train program asks first
     assert str(error.value) == expected
     with pytest.raises(OrphanedRunError):
         Run(config, data).fit()  # the Python API too
@@ -78,7 +83,7 @@ def test_a_finished_run_without_last_pt_is_still_finished_from_its_snapshot(copi
     (run_dir / "last.pt").unlink()
     before = state_of(run_dir)
     config = resuming_from_snapshot(config)
-    run = finished_run(RunDir(run_dir), config)
+    run = finished_run_of(RunDir(run_dir), config)
     assert (run.step, run.model) == (4, run_dir / "averaged.pt")
     assert Run(config, data).fit() == {}
     assert state_of(run_dir) == before
@@ -90,12 +95,11 @@ def test_resume_from_snapshot_restores_all_but_the_optimizer(copy_task, tmp_path
     run_dir = tmp_path / "run"
     config = fp32(config, run_dir, max_steps=8, eval_every=3, save_every=2, keep_snapshots=3)
     with crashing_after_step(monkeypatch, 5):  # last.pt and the newest snapshot: step 4
-        Trainer(config, data).fit()
+        Trainer(config, data).fit()  # a new run
     last = load_checkpoint(run_dir / "last.pt")
     (run_dir / "last.pt").unlink()
 
-    trainer = Trainer(resuming_from_snapshot(config), data)
-    trainer.resume()
+    trainer = run_trainer(resuming_from_snapshot(config), data)
     snapshot = load_checkpoint(RunDir(run_dir).snapshot(4))
     for key, value in trainer.model.state_dict().items():
         assert torch.equal(value, snapshot["model"][key]), key
@@ -106,7 +110,7 @@ def test_resume_from_snapshot_restores_all_but_the_optimizer(copy_task, tmp_path
     assert not trainer.optimizer.state  # Adam's moments start afresh
     assert torch.equal(torch.get_rng_state(), last["rng"]["torch"])
 
-    resumed = Trainer(resuming_from_snapshot(config), data)
+    resumed = run_trainer(resuming_from_snapshot(config), data)
     resumed.fit()
     assert resumed.progress.step == 8
     assert [path.name for path in RunDir(run_dir).snapshot_paths()] == [
@@ -136,7 +140,7 @@ def test_averaging_refuses_a_gap_unless_told(copied, gone, capsys):
         "averaging the 1 left is another average; pass --allow-gaps to average them anyway"
     )
     assert state_of(run_dir) == before
-    report = finished_run(RunDir(run_dir), config).report("translate")
+    report = finished_run_of(RunDir(run_dir), config).report("translate")
     assert f"averaged.pt is missing, and so is the snapshot of step {gone} (deleted?)" in report
     assert "stopped" not in report
 
@@ -149,7 +153,7 @@ def test_averaging_refuses_a_gap_unless_told(copied, gone, capsys):
 def test_a_deleted_averaged_pt_alone_is_not_blamed_on_a_stop(copied):
     config, _, run_dir = copied
     (run_dir / "averaged.pt").unlink()
-    report = finished_run(RunDir(run_dir), config).report("translate")
+    report = finished_run_of(RunDir(run_dir), config).report("translate")
     assert "averaged.pt is missing (deleted, or the run stopped before writing it)" in report
     assert average_main(["--run-dir", str(run_dir)]) == 0
     assert load_checkpoint(run_dir / "averaged.pt")["averaged_steps"] == [2, 4]

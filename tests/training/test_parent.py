@@ -15,9 +15,8 @@ from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.programs.train import with_parent
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.training.parent import ParentError, adopt_parent, read_parent
-from llm_from_scratch.training.run import train_run
 from llm_from_scratch.training.trainer import Trainer
-from tests.training.test_trainer import fp32
+from tests.training.test_trainer import Run, fp32, run_trainer
 
 
 @pytest.fixture(scope="module")
@@ -132,20 +131,18 @@ def test_data_the_parents_tokenizers_do_not_fit_is_refused(parent_run):
         adopt_parent(dataclasses.replace(config, data=masked), parent, ())
 
 
-def resumed_child(parent_run, copy_task, tmp_path):
+def started_child(parent_run, copy_task, tmp_path):
     """The trainer of a new run in `tmp_path/child` from the parent's best.pt, as it starts."""
     config, run_dir = parent_run
     _, data, _ = copy_task
     started, parent = with_parent(child(config, tmp_path / "child", run_dir / "best.pt"))
-    trainer = Trainer(started, data, parent=parent)
-    trainer.resume()
-    return trainer, parent
+    return Trainer(started, data, parent=parent), parent
 
 
 def test_a_child_starts_from_the_parents_weights_with_a_fresh_optimizer_and_schedule(
     parent_run, copy_task, tmp_path
 ):
-    trainer, parent = resumed_child(parent_run, copy_task, tmp_path)
+    trainer, parent = started_child(parent_run, copy_task, tmp_path)
     for name, weight in trainer.model.state_dict().items():
         assert torch.equal(weight, parent.weights[name]), name
     assert trainer.progress.step == 0 and not trainer.optimizer.state
@@ -157,7 +154,7 @@ def test_a_child_starts_from_the_parents_weights_with_a_fresh_optimizer_and_sche
 def test_the_childs_checkpoints_record_their_parent_and_translate_shows_it(
     parent_run, copy_task, tmp_path
 ):
-    trainer, parent = resumed_child(parent_run, copy_task, tmp_path)
+    trainer, parent = started_child(parent_run, copy_task, tmp_path)
     trainer.save(trainer.run_dir.best, {"bleu": 2.0})
     state = load_checkpoint(tmp_path / "child" / "best.pt")
     assert state["parent"] == {"path": str(parent.path), "sha256": parent.sha256, "step": 4}
@@ -170,12 +167,11 @@ def test_a_fine_tuned_run_trains_and_resumes_with_its_lineage(parent_run, copy_t
     config, run_dir = parent_run
     _, data, _ = copy_task
     started, parent = with_parent(child(config, tmp_path / "child", run_dir / "best.pt"))
-    train_run(started, data, parent=parent)
+    Run(started, data, parent=parent).fit()
     lineage = {"path": str(parent.path), "sha256": parent.sha256, "step": 4}
     for name in ("last.pt", "best.pt"):
         state = load_checkpoint(tmp_path / "child" / name)
         assert state["parent"] == lineage, name
         assert state["progress"]["step"] == 2, name  # its own steps, counted from 0
-    resumed = Trainer(started, data)  # from its last.pt, which keeps the lineage
-    resumed.resume()
+    resumed = run_trainer(started, data)  # from its last.pt, which keeps the lineage
     assert resumed.lineage == lineage and resumed.progress.step == 2

@@ -37,3 +37,16 @@ def test_a_resumed_start_reads_last_pt_once(copy_task, tmp_path, monkeypatch):
         train(config)
     assert resumed_at == [2]  # it continued from last.pt
     assert len(reads) == 1
+
+
+def test_a_run_prepares_its_data_once_per_start(copy_task, tmp_path, monkeypatch, caplog):
+    """The data stage (tokenizers, tokenized splits) runs once when a run starts, and once when it
+    resumes: its log line says so each time it runs."""
+    config = fp32(copy_task[0], tmp_path, max_steps=4, eval_every=1000, save_every=2, threads=1)
+    with caplog.at_level("INFO"):
+        with crashing_after_step(monkeypatch, 2):
+            train(config)
+        assert caplog.text.count("tokenized splits ready") == 1
+        train(config)  # resumed from last.pt, to the end
+    assert caplog.text.count("tokenized splits ready") == 2
+    assert caplog.text.count("resumed ") == 1

@@ -18,13 +18,12 @@ from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.data.datamodule import build_data
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.train import translate_command
+from llm_from_scratch.training import trainer as trainer_module
 from llm_from_scratch.training.distributed import Distributed
-from llm_from_scratch.training.finished import finished_run
 from llm_from_scratch.training.lock import RunDirError, claim, discard_snapshots_after
 from llm_from_scratch.training.resume import FinishedRunError
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
-from llm_from_scratch.training.trainer import Trainer
-from tests.training.test_trainer import Crash, Run, fp32
+from tests.training.test_trainer import Crash, Run, finished_run_of, fp32
 
 from .commands import copy_task_overrides, run_train_script
 
@@ -128,18 +127,14 @@ def test_a_kill_between_the_snapshot_and_last_pt_averages_the_same_snapshots(
     Run(fp32(config, tmp_path / "straight", **settings), data).fit()
 
     killed = fp32(config, tmp_path / "killed", **settings)
-    save, snapshot = Trainer.save, Trainer._snapshot
+    save = trainer_module.save_checkpoint
 
-    def kill_after_the_first_write_of_step_9(write):
-        def written_then_killed(trainer: Trainer, *args) -> None:
-            write(trainer, *args)
-            if trainer.progress.step == 9:
-                raise Crash  # whichever of the pair comes first is all that step 9 wrote
+    def written_then_killed(path: Path, state: dict) -> None:
+        save(path, state)
+        if state["progress"]["step"] == 9:
+            raise Crash  # whichever of the pair comes first is all that step 9 wrote
 
-        return written_then_killed
-
-    monkeypatch.setattr(Trainer, "save", kill_after_the_first_write_of_step_9(save))
-    monkeypatch.setattr(Trainer, "_snapshot", kill_after_the_first_write_of_step_9(snapshot))
+    monkeypatch.setattr(trainer_module, "save_checkpoint", written_then_killed)
     with pytest.raises(Crash):
         Run(killed, data).fit()
     monkeypatch.undo()
@@ -168,7 +163,7 @@ def finished(copy_task, tmp_path_factory):
 
 def test_a_finished_run_is_told_with_its_model(finished):
     config, _, run_dir = finished
-    run = finished_run(RunDir(run_dir), config)
+    run = finished_run_of(RunDir(run_dir), config)
     assert (run.step, run.reason, run.model) == (
         4,
         "it trained all its 4 steps",
@@ -179,10 +174,10 @@ def test_a_finished_run_is_told_with_its_model(finished):
     assert f"translate with: {translate_command(config, run.model)}" in report
     longer = dataclasses.replace(config.training, max_steps=8)
     with pytest.raises(FinishedRunError, match=r"training\.max_steps=8 \(it had 4\)"):
-        finished_run(RunDir(run_dir), dataclasses.replace(config, training=longer))
+        finished_run_of(RunDir(run_dir), dataclasses.replace(config, training=longer))
     bigger = dataclasses.replace(config.model, d_ff=config.model.d_ff * 2)
     with pytest.raises(FinishedRunError, match=r"as another run .*: model\.d_ff: 64 != 128; use"):
-        finished_run(RunDir(run_dir), dataclasses.replace(config, model=bigger))
+        finished_run_of(RunDir(run_dir), dataclasses.replace(config, model=bigger))
 
 
 def test_fitting_a_finished_run_again_changes_nothing(finished):
@@ -211,7 +206,7 @@ def test_a_snapshot_copied_over_last_pt_is_not_a_training_checkpoint(finished, t
     config, _, run_dir = finished
     (tmp_path / "last.pt").write_bytes(RunDir(run_dir).snapshot_paths()[-1].read_bytes())
     with pytest.raises(CheckpointError, match=r"last\.pt is not a training checkpoint \(it lacks"):
-        finished_run(RunDir(tmp_path), config)
+        finished_run_of(RunDir(tmp_path), config)
 
 
 def test_resuming_with_another_vocabulary_is_one_line(finished):

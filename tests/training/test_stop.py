@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -184,3 +185,39 @@ def test_the_train_command_refuses_a_run_without_last_pt_in_one_line(
     )
     assert refused.stderr.count("\n") == 1
     assert state_of(run_dir) == before
+
+
+def interrupted_after_the_pipe_closed(corpus: Path, run_dir: Path) -> int:
+    """`make train ... 2>&1 | tee log`, Ctrl-C: the training run of `train`, its stdout and
+    stderr one pipe whose reader goes away (tee, stopped by the same Ctrl-C) in the middle of
+    step PAUSE + 1, before the run gets SIGINT. Returns its exit status."""
+    marker = run_dir.parent / "paused"
+    driver = run_dir.parent / "driver.py"
+    driver.write_text(DRIVER)
+    reader, writer = os.pipe()
+    process = subprocess.Popen(
+        train_command([str(driver)], corpus, run_dir),
+        cwd=REPO_ROOT,
+        stdout=writer,
+        stderr=writer,
+        env=environment(STEP_MARKER=str(marker)),
+        preexec_fn=default_sigint,
+    )
+    os.close(writer)
+    deadline = time.monotonic() + 300
+    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+        # tee: read what the run writes, so that it never waits on a full pipe
+        if select.select([reader], [], [], 0.05)[0]:
+            os.read(reader, 1 << 16)
+    time.sleep(0.1)  # the pid written
+    os.close(reader)  # tee ends
+    os.kill(int(marker.read_text()), signal.SIGINT)
+    return process.wait(timeout=300)
+
+
+def test_a_closed_pipe_costs_no_step(copy_corpus, tmp_path):
+    run_dir = tmp_path / "run"
+    status = interrupted_after_the_pipe_closed(copy_corpus, run_dir)
+    assert status == 130
+    # the step the signal came in is saved, though nothing the run wrote could be read
+    assert load_checkpoint(run_dir / "last.pt")["progress"]["step"] == PAUSE + 1

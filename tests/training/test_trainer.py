@@ -6,7 +6,7 @@ import dataclasses
 import re
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,10 +15,12 @@ import torch
 from llm_from_scratch import precision as precision_module
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.paths import RunDir
-from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.training.run import train_run
-from llm_from_scratch.training.stats import LogWindow
-from llm_from_scratch.training.trainer import Trainer, TrainingError
+from llm_from_scratch.programs.train import TrainConfig, plan_run
+from llm_from_scratch.training.final import finish
+from llm_from_scratch.training.finished import finished_run
+from llm_from_scratch.training.resume import read_saved_run
+from llm_from_scratch.training.stats import LogWindow, StepBatches, TrainingError, guard
+from llm_from_scratch.training.trainer import Trainer
 from tests.decoding.builders import MISFIT_MESSAGES, misfit_weights
 
 
@@ -35,18 +37,37 @@ def fp32(config: TrainConfig, run_dir: Path, **changes) -> TrainConfig:
     return with_trainer(config, run_dir, precision="fp32", device="cpu", **changes)
 
 
-class Run:
-    """A run as `make train` runs it (`train_run`: plan, train, final model), started by `fit`;
-    then its trainer's attributes, and `final`."""
+def run_trainer(config: TrainConfig, data, *args, **kwargs) -> Trainer:
+    """The trainer of `config`'s run as it stands: continued from its `last.pt`, if it has one."""
+    saved = read_saved_run(config.run_dir, config.training)
+    return Trainer(config, data, *args, saved=saved, **kwargs)
 
-    def __init__(self, config: TrainConfig, data, **kwargs) -> None:
-        self.arguments = (config, data, kwargs)
+
+def finished_run_of(run_dir: RunDir, config: TrainConfig):
+    """`finished_run` as the train program asks it, after its one read of the run's `last.pt`."""
+    return finished_run(run_dir, config, read_saved_run(run_dir, config.training))
+
+
+class Run:
+    """A run as `make train` runs it once its data is prepared (`programs/train.train`: the
+    plan, training, the final model; a finished run trains nothing), started by `fit`; then its
+    trainer's attributes, and `final`. `keep_tokenizers=False`: a time budget that picks the
+    short recipe prepares the data for its own tokenizers."""
+
+    def __init__(self, config: TrainConfig, data, parent=None, **planning) -> None:
+        self.arguments = (config, data, parent, {"keep_tokenizers": True, **planning})
 
     def fit(self) -> dict[str, float]:
-        config, data, kwargs = self.arguments
-        run = train_run(config, data, **kwargs)
-        self.trainer, self.final = run.trainer, run.final
-        return run.metrics
+        config, data, parent, planning = self.arguments
+        saved = read_saved_run(config.run_dir, config.training)
+        config, data, plan = plan_run(config, data, saved=saved, **planning)
+        self.trainer = Trainer(config, data, plan, saved=saved, parent=parent)
+        if self.trainer.progress.finished:
+            return self.trainer.fit()  # which trains nothing and writes nothing
+        with closing(self.trainer.run_logger()) as log:
+            metrics = self.trainer.fit(log)
+            self.final = finish(self.trainer, metrics, log)
+        return metrics
 
     def __getattr__(self, name: str):
         return getattr(self.__dict__["trainer"], name)
@@ -101,7 +122,7 @@ def test_accumulation_equals_one_big_batch(copy_task, tmp_path, float64_paramete
         )
         assert next(trainer.model.parameters()).dtype == torch.float64
         initial = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
-        trainer.update(micro_batches)
+        trainer.update(StepBatches.alone(micro_batches))
         parameters.append(torch.cat([p.detach().flatten() for p in trainer.model.parameters()]))
         assert (parameters[-1] - initial).abs().max() > 0.5 * first_lr  # the update moved them
     # Adam's first update is lr * g / (|g| + eps) for each entry, whose slope in g is at most
@@ -145,8 +166,8 @@ def test_resume_after_a_crash_continues_exactly(copy_task, tmp_path, monkeypatch
 
     resumed_cfg = fp32(config, tmp_path / "resumed", save_every=12, **settings)
     with crashing_after_step(monkeypatch, 13):  # last.pt was written at step 12
-        Trainer(resumed_cfg, data).fit()
-    resumed = Trainer(resumed_cfg, data)
+        run_trainer(resumed_cfg, data).fit()
+    resumed = run_trainer(resumed_cfg, data)
     resumed.fit()
     assert resumed.progress.step == 30
     resumed_weights = torch.cat([p.flatten() for p in resumed.model.parameters()])
@@ -164,12 +185,12 @@ def test_resume_keeps_the_precision_auto_started_with(
     )
     monkeypatch.setattr(precision_module, "cpu_bf16_is_faster", lambda: True)
     with crashing_after_step(monkeypatch, 2):  # last.pt was written at step 2
-        Trainer(started, data).fit()
+        run_trainer(started, data).fit()
     assert load_checkpoint(tmp_path / "last.pt")["precision"] == "bf16"
 
     # The timing comes out the other way this time; an explicit precision still wins.
     monkeypatch.setattr(precision_module, "cpu_bf16_is_faster", lambda: False)
-    resumed = Trainer(with_trainer(started, tmp_path, precision=requested), data)
+    resumed = run_trainer(with_trainer(started, tmp_path, precision=requested), data)
     resumed.fit()
     assert resumed.progress.step == 3
     assert resumed.precision.name == resumed_in
@@ -177,22 +198,22 @@ def test_resume_keeps_the_precision_auto_started_with(
 
 def test_changed_model_is_refused_on_resume(copy_task, tmp_path):
     config, data, _ = copy_task
-    Trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
+    run_trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
     other = dataclasses.replace(config, model=dataclasses.replace(config.model, d_ff=96))
     with pytest.raises(CheckpointError, match=r"model\.d_ff: 64 != 96"):
-        Trainer(fp32(other, tmp_path, max_steps=4), data).fit()
+        run_trainer(fp32(other, tmp_path, max_steps=4), data).fit()
 
 
 @pytest.mark.parametrize("problem", sorted(MISFIT_MESSAGES))
 def test_weights_that_do_not_fit_are_refused_on_resume(copy_task, tmp_path, problem):
     config, data, _ = copy_task
-    Trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
+    run_trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
     path = tmp_path / "last.pt"
     state = load_checkpoint(path)
     state["model"] = misfit_weights(state["model"], config.model, data.tgt_tok.vocab_size, problem)
     torch.save(state, path)
     with pytest.raises(CheckpointError, match="its weights do not fit") as error:
-        Trainer(fp32(config, tmp_path, max_steps=4), data).fit()
+        run_trainer(fp32(config, tmp_path, max_steps=4), data).fit()
     assert re.search(MISFIT_MESSAGES[problem], str(error.value))
     assert "\n" not in str(error.value)
 
@@ -200,17 +221,17 @@ def test_weights_that_do_not_fit_are_refused_on_resume(copy_task, tmp_path, prob
 def test_a_weights_only_file_as_last_pt_is_refused_on_resume(copy_task, tmp_path):
     config, data, _ = copy_task
     cfg = fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2, keep_snapshots=1)
-    Trainer(cfg, data).fit()
+    run_trainer(cfg, data).fit()
     (snapshot,) = RunDir(tmp_path).snapshot_paths()
     shutil.copyfile(snapshot, tmp_path / "last.pt")  # e.g. to "continue from" a snapshot
     with pytest.raises(CheckpointError, match=r"last\.pt is not a training checkpoint") as error:
-        Trainer(fp32(config, tmp_path, max_steps=4), data).fit()
+        run_trainer(fp32(config, tmp_path, max_steps=4), data).fit()
     assert "\n" not in str(error.value)
 
 
 def test_truncated_checkpoint_gives_clear_error(copy_task, tmp_path):
     config, data, _ = copy_task
-    Trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
+    run_trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
     path = tmp_path / "last.pt"
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(CheckpointError, match="truncated or not a checkpoint"):
@@ -226,11 +247,11 @@ def test_nonfinite_loss_skips_the_update(copy_task, tmp_path, monkeypatch):
     monkeypatch.setattr(trainer.model, "forward", lambda *a: original_forward(*a) * float("nan"))
     window = LogWindow()
     for step in (1, 2, 3):
-        window.add(step, trainer.update([batch]))
+        window.add(step, trainer.update(StepBatches.alone([batch])))
     for old, new in zip(before, trainer.model.parameters(), strict=True):
         assert torch.equal(old, new)
     settled = window.settle()
     assert [step.skipped for step in settled] == [True] * 3
-    trainer._guard(settled[:2])
+    guard(settled[:2], trainer.progress, max_nonfinite=3)
     with pytest.raises(TrainingError, match="3 non-finite updates in a row at step 3"):
-        trainer._guard(settled[2:])
+        guard(settled[2:], trainer.progress, max_nonfinite=3)

@@ -45,7 +45,7 @@ def reference_steps(trainer: Trainer, poisoned: set[int]) -> None:
     done: list[int] = []
     poisoned_forward(trainer, poisoned, lambda: len(done))
     for number in range(STEPS):
-        group = next(batches)
+        group = next(batches).batches
         scale = 1 / sum(batch.tgt_tokens for batch in group)
         trainer.model.train()
         for batch in group:

@@ -3,8 +3,8 @@
 A step-budget run trains `training.max_steps` steps of its recipe (`recipe.py`). A resumed run
 keeps the plan its `last.pt` stored. Under a time budget (`training.max_time`, see `schedule.py`)
 the planner times a few updates, a validation and a save of a throw-away trainer of each recipe
-it weighs, picks the recipe and step count, and hands the trainer its `replan`: at the warm-up's
-end, the step count again from the run's own steps.
+it weighs, picks the recipe and step count, and hands the trainer its `budget()`: a
+`TimeBudget` that plans the step count again at the warm-up's end from the run's own steps.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from llm_from_scratch.training.budget.schedule import (
     plan,
     replan,
 )
+from llm_from_scratch.training.budget.timing import Budget, TimeBudget
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.state import Progress
@@ -62,13 +63,14 @@ class BudgetPlanner:
         self.report: list[str] = []  # the plan's log lines, until announced
 
     def plan(self, saved: Progress | None = None, announce: bool = True) -> Plan:
-        """The run's plan; `saved`: the progress of the run's `last.pt`, when it has one.
-        `announce`: log it now; False keeps its lines for `announce()`, so that a plan the run
-        may still give up (for the short recipe's own tokenizers) is never logged."""
+        """The run's plan, with what its budget asks of the loop (`budget`); `saved`: the
+        progress of the run's `last.pt`, when it has one. `announce`: log it now; False keeps
+        its lines for `announce()`, so that a plan the run may still give up (for the short
+        recipe's own tokenizers) is never logged."""
         budget = self.cfg.budget_seconds
         if saved is not None and (saved.planned_steps or saved.step):
             planned = self._plan_of(saved.schedule(self.cfg))  # it keeps the plan it started with
-            return replace(planned, budgeted=bool(saved.planned_steps))
+            return replace(planned, budgeted=bool(saved.planned_steps), budget=self.budget())
         if budget is None:
             chosen = self._plan_of(Schedule.of(self.cfg))
             if chosen.schedule.short:
@@ -77,7 +79,7 @@ class BudgetPlanner:
             chosen = replace(self._budget_plan(budget), budgeted=True)
         if announce:
             self.announce()
-        return chosen
+        return replace(chosen, budget=self.budget())
 
     def announce(self) -> None:
         """Log the plan's lines (on the main process)."""
@@ -147,12 +149,14 @@ class BudgetPlanner:
             )
         return again
 
-    def deadline(self) -> Deadline | None:
-        """The end of the budget this planner planned for (None: no plan made from a budget)."""
-        budget = self.cfg.budget_seconds
-        if budget is None or self.costs is None:
-            return None
-        return Deadline(self.started_at + budget, self.costs)
+    def budget(self) -> Budget:
+        """What the plan's budget asks of the loop: a time budget's re-plan and deadline where
+        this planner planned from one, else nothing (a step budget, or a resumed run's plan)."""
+        budget, costs = self.cfg.budget_seconds, self.costs
+        if budget is None or costs is None:
+            return Budget(self.clock)
+        deadline = Deadline(self.started_at + budget, costs)
+        return TimeBudget(self.clock, self.replan, deadline, self.cfg.patience is not None)
 
     def _seconds_left(self, budget: float) -> float:
         return budget - (self.clock() - self.started_at)
@@ -167,7 +171,7 @@ class BudgetPlanner:
     def _probe(self, trial: Plan) -> tuple[Costs, float]:
         """Time a few updates of a throw-away trainer of `trial` on the run's first batches, a
         validation and a save: the run's own trainer then starts as if they never happened."""
-        trainer = Trainer(self.config, self.data, trial, self.dist, clock=self.clock)
+        trainer = Trainer(self.config, self.data, trial, self.dist)
         validator = trainer.validator()
         batches = trainer.batches()
         probe_file = trainer.run_dir.budget_probe
@@ -175,7 +179,7 @@ class BudgetPlanner:
         def run_step() -> int:
             group = next(batches)
             trainer.update(group)
-            return sum(batch.src_tokens + batch.tgt_tokens for batch in group)
+            return sum(batch.src_tokens + batch.tgt_tokens for batch in group.batches)
 
         def save() -> None:  # last.pt, and the snapshot that goes with it
             if not self.dist.is_main:

@@ -11,17 +11,24 @@ again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from llm_from_scratch.model.config import ModelConfig
+from llm_from_scratch.schema import to_data
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.budget.schedule import Schedule
+from llm_from_scratch.training.budget.timing import Budget
 from llm_from_scratch.training.config import TrainConfig
+
+if TYPE_CHECKING:
+    from llm_from_scratch.training.resume import SavedRun
 
 
 @dataclass(frozen=True)
 class Plan:
-    """A run's schedule, and the model, peak learning rate and batch size it trains."""
+    """A run's schedule, the model, peak learning rate and batch size it trains, and what its
+    budget asks of the loop while it trains."""
 
     schedule: Schedule
     model: ModelConfig
@@ -29,11 +36,16 @@ class Plan:
     batch_tokens: int
     budgeted: bool = False  # a time budget fixed the step count (stored in the checkpoints)
     model_kept: bool = False  # a short recipe that keeps the model the command chose
+    budget: Budget = field(default_factory=Budget, compare=False)  # a step budget's: nothing
 
 
-def recipe_plan(config: TrainConfig, schedule: Schedule, keep_model: bool = False) -> Plan:
-    """The plan of `schedule`: the default recipe's settings, or the short recipe's for a short
-    schedule (`keep_model`: the command chose its model, which the recipe then keeps)."""
+def recipe_plan(
+    config: TrainConfig, schedule: Schedule | None = None, keep_model: bool = False
+) -> Plan:
+    """The plan of `schedule` (default: `config`'s step budget): the default recipe's settings,
+    or the short recipe's for a short schedule (`keep_model`: the command chose its model, which
+    the recipe then keeps)."""
+    schedule = schedule or Schedule.of(config.training)
     recipe = config.training.short_run if schedule.short else None
     if recipe is None:
         return Plan(schedule, config.model, config.training.lr, config.data.loading.batch_tokens)
@@ -60,6 +72,21 @@ def recipe_tokenizers(config: TrainConfig, short: bool, keep: bool = False) -> T
         return config
     tokenizer: TokenizerConfig = replace(config.tokenizer, vocab_size=recipe.vocab_size)
     return replace(config, tokenizer=tokenizer)
+
+
+def recipe_config(
+    config: TrainConfig, keep_tokenizers: bool = False, saved: SavedRun | None = None
+) -> TrainConfig:
+    """`config` with the tokenizers of the recipe it trains, where the data stage can know it:
+    a step-budget run's, or a resumed run's if it trained them (`keep_tokenizers`: the command
+    or a parent chose them). A new time-budget run learns its recipe from the planner's probe.
+    `saved`: what the run continues from, as `resume.read_saved_run` read it (None: a new
+    run)."""
+    if saved is None:
+        short = config.training.budget_seconds is None and Schedule.of(config.training).short
+        return recipe_tokenizers(config, short, keep_tokenizers)
+    own = recipe_tokenizers(config, saved.schedule.short, keep_tokenizers)
+    return own if saved.state["config"]["tokenizer"] == to_data(own.tokenizer) else config
 
 
 def describe_recipe(plan: Plan) -> str:

@@ -1,12 +1,18 @@
-"""The time budget while the run trains: its own step time (`RunTiming`), the re-plan at the
-warm-up's end, and the deadline that a validation may not push the run past (`RunBudget`)."""
+"""What the run's budget asks of the loop while it trains, behind one object the loop calls at
+its few points: `Budget`, a step budget's, asks nothing but keeps the run's clock; `TimeBudget`
+(`training.max_time`) times the run's own steps (`RunTiming`), plans the rest of the run again
+at the warm-up's end, and skips a validation that would push the run past the deadline."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import torch
+
+from llm_from_scratch.device import synchronize
 from llm_from_scratch.training.budget.schedule import (
     MIN_TIMED_STEPS,
     PROBE_WARMUP,
@@ -63,33 +69,85 @@ class RunTiming:
         return (now - since - (self.paused - paused)) / (self.steps - steps)
 
 
-class RunBudget:
-    """What a time budget asks of a run while it trains, from the run's own updates after
-    `from_step` (the first `PROBE_WARMUP` of them left out, as the probe leaves its first out).
-    `replan`: the planner's re-plan at the warm-up's end; `deadline`: the budget's end;
-    `early_stopping`: validations steer the run (`training.patience`), so none is skipped."""
+class Budget:
+    """A step budget's: the run's clock, and nothing asked of the loop. The loop calls
+    `start` as it starts, `needs_time` and `step_done` after each update, `validation_fits`
+    before a validation and `paused` after a validation or save."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock  # what the run's elapsed time and a time budget read
+
+    def time(self, device: torch.device) -> float:
+        """The clock once `device` has done the work queued on it so far."""
+        synchronize(device)
+        return self.clock()
+
+    def start(self, step: int) -> None:
+        """The loop starts (again) after `step` steps."""
+
+    def needs_time(self, step: int, schedule: Schedule) -> bool:
+        """Whether `step_done` needs the time at the end of `step`: a read waits for the device."""
+        return False
+
+    def step_done(
+        self, step: int, now: float | None, tokens: int, schedule: Schedule
+    ) -> Schedule | None:
+        """`step` trained on `tokens` and ended at `now` (None: not read); a new schedule for
+        the rest of the run, or None to keep `schedule`."""
+        return None
+
+    def validation_fits(self, now: float, schedule: Schedule, step: int) -> bool:
+        """Whether the validation due after `step` steps of `schedule` may run."""
+        return True
+
+    def paused(self, seconds: float) -> None:
+        """A validation or save took `seconds`, which are no update's."""
+
+
+class TimeBudget(Budget):
+    """A time budget's, from the run's own updates after the step it starts from (the first
+    `PROBE_WARMUP` of them left out, as the probe leaves its first out). `replan`: the planner's
+    re-plan at the warm-up's end, made once; `deadline`: the budget's end; `early_stopping`:
+    validations steer the run (`training.patience`), so none is skipped."""
 
     def __init__(
         self,
-        replan: Replan | None,
-        deadline: Deadline | None,
+        clock: Callable[[], float],
+        replan: Replan,
+        deadline: Deadline,
         early_stopping: bool,
-        from_step: int,
     ) -> None:
-        self.replan = replan
+        super().__init__(clock)
+        self.replan: Replan | None = replan
         self.deadline = deadline
         self.early_stopping = early_stopping
-        self.timing = RunTiming(from_step + PROBE_WARMUP)
+        self.timing = RunTiming(PROBE_WARMUP)
 
-    def replan_due(self, step: int, schedule: Schedule) -> bool:
+    def start(self, step: int) -> None:
+        self.timing = RunTiming(step + PROBE_WARMUP)
+
+    def needs_time(self, step: int, schedule: Schedule) -> bool:
+        return self._replan_due(step, schedule) or self.timing.starts_at(step)
+
+    def step_done(
+        self, step: int, now: float | None, tokens: int, schedule: Schedule
+    ) -> Schedule | None:
+        self.timing.add(step, now, tokens)
+        if not self._replan_due(step, schedule):
+            return None
+        assert now is not None and self.replan is not None
+        replanned = self._replanned(schedule, step, now)
+        return None if replanned == schedule else replanned
+
+    def _replan_due(self, step: int, schedule: Schedule) -> bool:
         return self.replan is not None and step == schedule.warmup_steps
 
-    def replanned(self, schedule: Schedule, done: int, now: float) -> Schedule:
+    def _replanned(self, schedule: Schedule, done: int, now: float) -> Schedule:
         """The re-plan after `done` steps of `schedule`: the step count only; the warm-up, whose
         learning rates the steps taken had in either plan, stays. A warm-up too short to time
         after the first, slower, updates keeps the probe's plan."""
         assert self.replan is not None
-        replan, self.replan = self.replan, None
+        replan, self.replan = self.replan, None  # once: a second start keeps the plan
         timing = self.timing
         if timing.start is None or timing.steps < MIN_TIMED_STEPS:
             return schedule
@@ -101,12 +159,7 @@ class RunBudget:
         since the last one; after the re-plan (which fits the steps to the time before it) and
         without early stopping, a validation that does not is skipped."""
         step_seconds = self.timing.recent_step(now)  # at every validation: it times from the last
-        if (
-            self.deadline is None
-            or self.replan is not None
-            or self.early_stopping
-            or step_seconds is None
-        ):
+        if self.replan is not None or self.early_stopping or step_seconds is None:
             return True
         if self.deadline.fits_validation(now, schedule, step, step_seconds):
             return True
@@ -117,3 +170,6 @@ class RunBudget:
             step_seconds,
         )
         return False
+
+    def paused(self, seconds: float) -> None:
+        self.timing.pause(seconds)

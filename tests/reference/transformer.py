@@ -1,5 +1,6 @@
 """The same encoder–decoder on `torch.nn.Transformer`: the reference that the equivalence tests
-check our layers against and that `scripts/bench_model.py` times ours against.
+check our layers against (tests/model/test_reference.py) and that `scripts/bench_model.py`
+times ours against.
 
 It shares our embeddings (token × √d + sinusoidal positions) and a tied output projection, so the
 parameter counts match exactly.

@@ -1,5 +1,5 @@
-"""The pair-by-pair form of `batching.pack`, which the vectorized one is tested against and
-`scripts/bench_batching.py` times it against."""
+"""The pair-by-pair form of `data/batching.py` `pack`, which the vectorized one is tested against
+and `scripts/bench_batching.py` times it against."""
 
 from __future__ import annotations
 
