@@ -54,8 +54,47 @@ def atomic_writer(destination: str | Path) -> Iterator[IO[bytes]]:
         if is_disk_full(error):
             raise DiskFullError(_disk_full_message(destination)) from None
         raise
-    os.chmod(file.name, 0o666 & ~_umask())  # temporary files are private; the result should not be
+    os.chmod(file.name, file_mode())  # temporary files are private; the result should not be
     os.replace(file.name, destination)
+
+
+def file_mode() -> int:
+    """The mode of a new file, as `open` gives it: 0666 less the process's umask (0644 under the
+    usual 022)."""
+    return 0o666 & ~_umask()
+
+
+def give_file_modes(directory: str | Path) -> None:
+    """Give every file under `directory` the mode of a new file (`file_mode`): a library that
+    writes through a private temporary file (safetensors, 0600) would leave the model in a
+    folder meant to be shared readable by its owner alone."""
+    mode = file_mode()
+    for path in Path(directory).rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.chmod(mode)
+
+
+class UnwritableError(UserError):
+    """A program's output directory cannot be written: refused before the work."""
+
+
+def check_writable(directory: str | Path, what: str, instead: str = "") -> None:
+    """Refuse, with `UnwritableError`, a `directory` that `what` is to be written in but that
+    cannot take a new file (permissions, a read-only file system), or that cannot be created
+    where it does not exist yet. Checked by writing a file of nobody's (unnamed, gone when
+    closed), which tells what permission bits cannot (ACLs, read-only mounts, root). `instead`:
+    how to write it elsewhere, for the message (`give another --output`)."""
+    directory = Path(directory)
+    existing = next(path for path in (directory, *directory.parents) if path.exists())
+    if not existing.is_dir():
+        raise UnwritableError(f"cannot write {what}: {existing} is a file, not a directory")
+    try:
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as error:
+        raise UnwritableError(
+            f"cannot write {what}: {existing} is not writable ({error.strerror}); make it "
+            f"writable, or {instead or 'choose another directory'}"
+        ) from None
 
 
 @contextmanager

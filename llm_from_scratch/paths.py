@@ -123,8 +123,14 @@ class RunDir:
         return self.root / ".hydra"
 
     def evaluation(self, name: str) -> Path:
-        """What `make eval` writes for the evaluation `name` (say `test`) of the run's model."""
+        """What `make eval` writes for the evaluation `name` (say `test-beam5`: its settings,
+        evaluation/results.py) of the run's models."""
         return self.root / f"eval-{name}"
+
+    def evaluations(self) -> list[Path]:
+        """Every evaluation folder of the run's models (`evaluation`), those from before their
+        names recorded the settings (`eval-test/`) too, sorted by name."""
+        return sorted(path for path in self.root.glob("eval-*") if path.is_dir())
 
     def export(self, name: str) -> Path:
         """The run's export in the format whose folder is `name`."""

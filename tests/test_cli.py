@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,19 @@ def test_make_help_is_coloured_at_a_terminal():
         os.close(terminal)
         os.close(controller)
     assert "\x1b[36mhelp" in listing
+
+
+def test_make_tensorboard_passes_its_args_and_a_logdir_among_them_replaces_the_default():
+    def command(args: str) -> list[str]:
+        dry_run = run(
+            "make", "-n", "--no-print-directory", "--old-file=.venv/.installed", "tensorboard",
+            f"ARGS={args}",
+        )  # fmt: skip
+        return dry_run.stdout.split()
+
+    assert command("--port 6007")[-4:] == ["--logdir", "runs", "--port", "6007"]
+    assert command("--logdir runs/smoke")[-2:] == ["--logdir", "runs/smoke"]
+    assert command("--logdir runs/smoke").count("--logdir") == 1
 
 
 def test_setup_is_a_no_op_once_installed():
@@ -160,3 +174,57 @@ def test_make_translate_writes_only_translations(tmp_path):
     assert result.stdout.count("\n") == 2  # one line per input line, no echo of the command
     assert "scripts/translate.py" not in result.stdout
     assert result.stderr.startswith("model: ")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["model=tinny"],
+            "error: model=tinny: there is no configs/model/tinny.yaml; did you mean model=tiny? "
+            "(the choices: base, big, small, tiny)",
+        ),
+        (
+            ["training.max_step=10"],
+            "error: training.max_step is not a training setting; did you mean training.max_steps?",
+        ),
+        (
+            ["training.lr=fast"],
+            "error: training.lr=fast: 'fast' is not a number; give a number, such as "
+            "training.lr=0.002",
+        ),
+        (
+            ["training.lr"],
+            "error: cannot read 'training.lr' as KEY=VALUE: missing EQUAL at '<EOF>' (see "
+            "https://hydra.cc/docs/1.2/advanced/override_grammar/basic for details)",
+        ),
+    ],
+)
+def test_a_config_error_keeps_its_substance_in_one_line(overrides, message, monkeypatch, capsys):
+    from llm_from_scratch.programs import train as program
+
+    monkeypatch.chdir(REPO_ROOT)  # the message shows configs/ as typed from here
+    monkeypatch.setattr(sys, "argv", ["scripts/train.py", *overrides])
+    with pytest.raises(SystemExit) as exit_status:
+        program.main()
+    assert exit_status.value.code == 2
+    assert capsys.readouterr().err == message + "\n"
+
+
+def test_a_typo_in_a_data_file_names_the_file_and_the_key(tmp_path, monkeypatch, capsys):
+    from llm_from_scratch.paths import ROOT_VARIABLE
+    from llm_from_scratch.programs import train as program
+
+    configs = Path(shutil.copytree(REPO_ROOT / "configs", tmp_path / "configs"))
+    text = (configs / "data" / "local_tsv.yaml").read_text(encoding="utf-8")
+    (configs / "data" / "mine.yaml").write_text(text.replace("dev_fraction:", "dev_fracton:"))
+    monkeypatch.setenv(ROOT_VARIABLE, str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["scripts/train.py", "data=mine"])
+    with pytest.raises(SystemExit) as exit_status:
+        program.main()
+    assert exit_status.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: in configs/data/mine.yaml: data.corpus.dev_fracton is not a data.corpus "
+        "setting; did you mean data.corpus.dev_fraction?\n"
+    )

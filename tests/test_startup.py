@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,41 @@ def test_the_other_model_programs_answer_before_importing_the_model(script, args
 )
 def test_export_answers_before_importing_the_model(args, status):
     assert_answers_before_importing_the_model("export.py", args, status)
+
+
+@pytest.mark.parametrize("script", ["train.py", "prepare_data.py", "train_tokenizer.py"])
+def test_the_hydra_programs_answer_help_before_importing_hydra(script):
+    assert_answers_before_importing_the_model(script, ["--help"], 0)
+
+
+def test_train_help_lists_the_config_groups_their_options_and_where_to_read_more():
+    from dataclasses import fields
+
+    from llm_from_scratch.paths import PathsConfig
+    from llm_from_scratch.training.config import TrainingConfig
+
+    usage = subprocess.run(
+        [sys.executable, "scripts/train.py", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=True,
+    ).stdout
+    lines = usage.splitlines()
+    for group in ("data", "tokenizer", "model", "training", "decoding", "experiment"):
+        listed = next(line for line in lines if line.startswith(f"  {group} "))
+        first = sorted(path.stem for path in (ROOT / "configs" / group).glob("*.yaml"))[0]
+        assert first in listed, f"{group}'s options are not listed"
+    assert "model       base, big, small, tiny (default: small)" in usage
+    assert "train.py --cfg job" in usage
+    # Every setting it names is a key of the config, and there are a few, not the whole config.
+    settings = re.findall(r"^  ((?:name|paths|training)[\w.]*)=", usage, re.M)
+    assert 3 <= len(settings) <= 12
+    known = {"name", *(f"paths.{field.name}" for field in fields(PathsConfig))}
+    known |= {f"training.{field.name}" for field in fields(TrainingConfig)}
+    assert set(settings) <= known
+    assert len(lines) < 50
 
 
 def assert_answers_before_importing_the_model(script: str, args: list[str], status: int) -> None:

@@ -64,7 +64,8 @@ class CorpusConfig:
     #   jsonl:    a file of JSON objects holding `src_column` and `tgt_column`;
     #   hub:      a split of the `save_to_disk` copy, whose columns are `src_column`/`tgt_column`.
     # A dev or test split left out (null) is carved from train, seeded by `split_seed`; a
-    # fraction of 0 leaves that split empty (a corpus whose test set is held back).
+    # fraction of 0 leaves that split empty (a corpus whose test set is held back). A corpus
+    # only scored on names no train split, but both dev and test.
     # A file name ending in .gz, .xz or .bz2 is read decompressed.
     format: str = "parallel"
     splits: dict[str, str | None] = field(
@@ -92,10 +93,11 @@ class CorpusConfig:
         check_choice("data.corpus.source_style", self.source_style, SOURCE_STYLES)
         check_choice("data.corpus.format", self.format, FORMATS)
         unknown = sorted(set(self.splits) - set(SPLITS))
-        if unknown or not self.splits.get("train"):
+        if unknown or not (self.has_train or (self.splits.get("dev") and self.splits.get("test"))):
             raise ConfigError(
-                f"data.corpus.splits={dict(self.splits)} must name a train split and may name "
-                f"only {', '.join(SPLITS)}"
+                f"data.corpus.splits={dict(self.splits)} must name a train split (or, for a "
+                f"corpus only scored on, a dev and a test split) and may name only "
+                f"{', '.join(SPLITS)}"
             )
         for key in ("dev_fraction", "test_fraction"):
             check_range(f"data.corpus.{key}", getattr(self, key), 0, 1, high_open=True)
@@ -104,6 +106,12 @@ class CorpusConfig:
             raise ConfigError(
                 f"data.corpus.dev_fraction + test_fraction = {carved} leaves no training data"
             )
+
+    @property
+    def has_train(self) -> bool:
+        """Whether the corpus has a train split: one scored on only (the WMT test sets) names
+        just its dev and test files."""
+        return bool(self.splits.get("train"))
 
     @property
     def carved_splits(self) -> list[str]:
@@ -334,6 +342,12 @@ class DataConfig(CorpusSource):
                 raise ConfigError(
                     f"{node}.weight={member.weight} and data.temperature={self.temperature}: "
                     "give a mixture weights or a temperature, not both"
+                )
+            if not member.corpus.has_train and (member.weight or self.temperature is not None):
+                raise ConfigError(
+                    f"{node} has no train split (dev and test only): give it weight 0, and the "
+                    "mixture weights rather than a temperature, so that only its dev and test "
+                    "are read"
                 )
             member_languages = (member.corpus.src_lang, member.corpus.tgt_lang)
             if member_languages != languages:

@@ -25,7 +25,13 @@ import pyarrow.compute as pc
 from datasets.exceptions import DatasetGenerationError
 
 from llm_from_scratch.atomic import is_disk_full
-from llm_from_scratch.data.config import CORPUS_COLUMN, SPLITS, CorpusSource, DataConfig
+from llm_from_scratch.data.config import (
+    CORPUS_COLUMN,
+    SPLITS,
+    CorpusSource,
+    DataConfig,
+    MixtureMember,
+)
 from llm_from_scratch.data.mixture import combine
 from llm_from_scratch.data.names import mask_pair as mask_names
 from llm_from_scratch.data.names import name_lexicon
@@ -100,6 +106,17 @@ def read_split(cfg: CorpusSource, split: str, paths: PathsConfig) -> datasets.Da
         raise CorpusError(
             f"data.corpus.group_column={group!r} needs a format with columns (jsonl or hub), "
             f"not {cfg.corpus.format!r}"
+        )
+    if split == "train" and not cfg.corpus.has_train:
+        if not isinstance(cfg, MixtureMember):
+            raise CorpusError(
+                f"{cfg.name} has no train split (dev and test only): score a model on it "
+                f'(make eval ARGS="--data {cfg.name}"), or read it in a mixture at weight 0'
+            )
+        # A mixture's member at weight 0 (the config checks): its dev and test are what count.
+        text = datasets.Value("string")
+        return datasets.Dataset.from_dict(
+            {"src": [], "tgt": []}, features=datasets.Features(src=text, tgt=text)
         )
     if split not in cfg.corpus.carved_splits and split != "train":
         pairs = _read(cfg, paths, cfg.corpus.splits[split])

@@ -10,11 +10,17 @@ whatever those pieces usually mean (`Microsoft` as マッチッチッチ). With
   the source, and its katakana (or the same word, where the target copies it) in the target, is
   replaced by the k-th name placeholder; the other half keep the names, so the model still
   learns to translate the names it sees often.
-- Translation: `mask_unseen_names` masks the capitalized words the source tokenizer spells in
-  `UNSEEN_PIECES` pieces or more (words it rarely or never saw in training, which a frequent
-  name is not: `Tom` is one piece, `Toyota` four), and
+- Translation: `mask_unseen_names` masks the capitalized words the model rarely or never saw
+  in training: those the source tokenizer's training text (the train split's source side, or
+  the sample of it the tokenizer learned from) held fewer than `SEEN_TIMES` times, in any case
+  (`tokenizer.word_count`). A word it held often is translated, a name (`Tom`) as well as a
+  common word a capital starts (`Hello`, `Tuesday`), whatever the vocabulary size. And
   `restore_names` writes each placeholder of the output back as the word: copied, in its own
   script, where the model would have made one up.
+
+A tokenizer trained before words were counted (file version 1) has no counts: then a word
+counts as unseen when the tokenizer spells it in `UNSEEN_PIECES` pieces or more, which
+depends on the vocabulary size (a 4k vocabulary splits `Hello` in three).
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from typing import Protocol
 
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, mask_spans
 
@@ -35,8 +42,15 @@ _KATAKANA_RUN = re.compile(r"[\u30a1-\u30ff]+")
 # Before a sentence's first word: nothing, or opening quotes and brackets.
 _SENTENCE_START = re.compile(r"[\s\"'“‘(\[]*")
 _AFTER_SENTENCE = re.compile(r"[.!?:]['\"”’)\]]*\s+[\"'“‘(\[]*$")
-# A word spelled in this many source tokens or more the model has rarely seen whole. Two
-# pieces are often a known word split once (` Wednes` `day`) or an abbreviation (` M` `s`).
+# A word the source tokenizer's training text held fewer times than this, in any case, the model
+# has rarely seen: it cannot have learned its translation, so it is copied. Seen this often, a
+# word is one it translates, and copying it would leave English in the output (`Helloは`). On
+# the everyday corpora's held-out sentences this masks about as many words as the piece rule
+# below did with the 8k vocabularies it was chosen with on dev.
+SEEN_TIMES = 5
+# Without word counts (a version-1 tokenizer file): a word spelled in this many source tokens or
+# more the model has rarely seen whole. Two pieces are often a known word split once
+# (` Wednes` `day`) or an abbreviation (` M` `s`).
 UNSEEN_PIECES = 3
 _DROP_NAME_PLACEHOLDERS = dict.fromkeys(map(ord, NAME_PLACEHOLDERS))
 _NAME_INDEX = {placeholder: k for k, placeholder in enumerate(NAME_PLACEHOLDERS)}
@@ -44,6 +58,16 @@ _NAME_INDEX = {placeholder: k for k, placeholder in enumerate(NAME_PLACEHOLDERS)
 # Dice coefficient (2 x those pairs / (the word's pairs + the run's pairs)) is at least this.
 _MIN_PAIRS = 3
 _MIN_DICE = 0.5
+
+
+class SourceTokenizer(Protocol):
+    """What `mask_unseen_names` asks of the source tokenizer (tokenizer/bpe.py's BPETokenizer)."""
+
+    def word_count(self, word: str) -> int | None:
+        """Times its training text held `word`, in any case; None when it did not count."""
+        ...
+
+    def encode(self, text: str) -> list[int]: ...
 
 
 def name_lexicon(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -86,26 +110,34 @@ def mask_pair(source: str, target: str, lexicon: dict[str, str]) -> tuple[str, s
     )
 
 
-def mask_unseen_names(text: str, pieces: Callable[[str], int]) -> tuple[str, list[str]]:
-    """`text` with each capitalized word the source tokenizer spells in `UNSEEN_PIECES` pieces
-    or more masked in order, and the masked words. `pieces(word)` counts the tokens of `word`.
-    A word counts as spelled after a space (a sentence's first word as well as written): the
-    spelling a name is known by. A word whose lowercase form takes fewer pieces is a common word
-    that a capital made rare (`Committee`, `Windows`): the model translates it. Name
-    placeholders `text` holds itself are dropped."""
+def mask_unseen_names(text: str, tokenizer: SourceTokenizer) -> tuple[str, list[str]]:
+    """`text` with each capitalized word the model rarely saw masked in order (see the module
+    docstring), and the masked words. Name placeholders `text` holds itself are dropped."""
     text = text.translate(_DROP_NAME_PLACEHOLDERS)
     spans, names = [], []
     for match in _NAME.finditer(text):
         if len(spans) == len(NAME_PLACEHOLDERS):
             break
-        name = match.group()
-        spellings = {f" {name}", f" {name.lower()}"}
-        if text[match.start() - 1 : match.start()] != " ":  # e.g. a text's first word
-            spellings.add(name)
-        if min(map(pieces, spellings)) >= UNSEEN_PIECES:
+        if _unseen(match, text, tokenizer):
             spans.append(match.span())
-            names.append(name)
+            names.append(match.group())
     return mask_spans(text, spans, NAME_PLACEHOLDERS), names
+
+
+def _unseen(match: re.Match[str], text: str, tokenizer: SourceTokenizer) -> bool:
+    """Whether the model rarely saw the capitalized word `match` of `text`: its training text
+    held it fewer than `SEEN_TIMES` times. Without counts, whether the tokenizer spells it in
+    `UNSEEN_PIECES` pieces or more, as written after a space (a sentence's first word as well
+    as written): the spelling a name is known by. A word whose lowercase form takes fewer
+    pieces is a common word that a capital made rare (`Committee`, `Windows`)."""
+    name = match.group()
+    count = tokenizer.word_count(name)
+    if count is not None:
+        return count < SEEN_TIMES
+    spellings = {f" {name}", f" {name.lower()}"}
+    if text[match.start() - 1 : match.start()] != " ":  # e.g. a text's first word
+        spellings.add(name)
+    return min(len(tokenizer.encode(spelling)) for spelling in spellings) >= UNSEEN_PIECES
 
 
 def restore_names(text: str, names: list[str]) -> str:

@@ -4,12 +4,21 @@ no model, so that translate.py checks its input before it loads one (and before 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from llm_from_scratch.errors import UserError
 
 # Lines `translate_iter` translates at a time: enough for several length-sorted batches of
 # similar length, few enough that translations come out steadily.
 BATCH_LINES = 256
+# The longest line translate.py takes by default (--max-chars): a line's sentences are decoded
+# together, so time and memory grow with it, with nothing to show until it is done. Ten pages
+# of prose fit; a file without line breaks does not.
+MAX_CHARS = 10_000
+# The scripts (the first word of a letter's Unicode name) each language is written in.
+SCRIPTS = {"en": ("LATIN",), "ja": ("HIRAGANA", "KATAKANA", "CJK")}
+# Letters looked at to tell a line's language: enough for a verdict, never a long line's cost.
+SAMPLE_LETTERS = 400
 # The characters of Unicode's categories Cc, Zl and Zp: control characters and line breaks.
 _BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -39,3 +48,24 @@ def clean(text: str) -> str:
 def one_line(text: str) -> str:
     """Control characters and line separators as spaces: one line in, one line out."""
     return _BREAKING.sub(" ", text)
+
+
+def check_length(lines: list[str], origin: str, max_chars: int) -> None:
+    """Refuse, in one line naming it, the first of `lines` longer than `max_chars` characters."""
+    for number, line in enumerate(lines, start=1):
+        if len(line) > max_chars:
+            raise InputError(
+                f"{origin}: line {number} has {len(line):,} characters, more than --max-chars "
+                f"{max_chars:,}: break it into lines (at sentence ends), or raise --max-chars"
+            )
+
+
+def mostly_in(text: str, language: str) -> bool:
+    """Whether most of the letters of `text` are in `language`'s script (English: Latin;
+    Japanese: kana and kanji); False for a language this does not know, or no letters."""
+    scripts = SCRIPTS.get(language)
+    letters = [char for char in text[: SAMPLE_LETTERS * 4] if char.isalpha()][:SAMPLE_LETTERS]
+    if scripts is None or not letters:
+        return False
+    inside = sum(unicodedata.name(char, "").startswith(scripts) for char in letters)
+    return inside * 2 > len(letters)

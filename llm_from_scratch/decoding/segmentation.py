@@ -71,7 +71,7 @@ def source_sentences(
                 styled, numbers = mask_numbers(styled)
             names: list[str] = []
             if conventions.name_placeholders:
-                styled, names = mask_unseen_names(styled, lambda s: len(tokenizer.encode(s)))
+                styled, names = mask_unseen_names(styled, tokenizer)
             # No pieces: only characters the tokenizer's normalization removes.
             if pieces := source_pieces(styled, tokenizer, clause_tokens, max_tokens):
                 sentences.append(SourceSentence(sentence, line, pieces, numbers, names))

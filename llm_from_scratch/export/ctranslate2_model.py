@@ -31,15 +31,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from llm_from_scratch.atomic import atomic_writer
+from llm_from_scratch.atomic import atomic_writer, give_file_modes
 from llm_from_scratch.checkpoint import CheckpointSummary, load_checkpoint, restore_for_inference
-from llm_from_scratch.export.formats import QUANTIZATIONS, ExportError
+from llm_from_scratch.export.formats import CTRANSLATE2_MANIFEST, QUANTIZATIONS, ExportError
 from llm_from_scratch.model.layers import sinusoidal_positions
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD
 
-MANIFEST = "manifest.json"
+MANIFEST = CTRANSLATE2_MANIFEST
 TOKENIZER_FILES = {"src": "src_tokenizer.json", "tgt": "tgt_tokenizer.json"}
 FORMAT = "llm-from-scratch-ctranslate2"
 VERSION = 1
@@ -135,6 +135,7 @@ def export_checkpoint(
     tgt_tok.save(staging / TOKENIZER_FILES["tgt"])
     with atomic_writer(staging / MANIFEST) as file:
         file.write((json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    give_file_modes(staging)  # whatever CTranslate2's writer gives its files
     if output_dir.exists():
         shutil.rmtree(output_dir)
     staging.rename(output_dir)
@@ -248,7 +249,8 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ExportError(
             f"{directory} is not a CTranslate2 export (no {MANIFEST}); "
-            '`make export ARGS="--format ctranslate2"` writes one'
+            '`make export ARGS="--run NAME"` writes one from the run NAME\'s model, '
+            '`make export ARGS="--checkpoint FILE --output DIR"` from a checkpoint'
         )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))

@@ -10,6 +10,8 @@ from llm_from_scratch.paths import RunDir
 
 # An export's folder is named after its format: runs/NAME/ctranslate2/, runs/NAME/transformers/
 FORMATS = ("ctranslate2", "transformers")
+# What marks a folder as this project's CTranslate2 export: its run, step and settings.
+CTRANSLATE2_MANIFEST = "manifest.json"
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat16")
 
 

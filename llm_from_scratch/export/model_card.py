@@ -5,9 +5,16 @@ how to run it, and what this project's translator does that a transformers pipel
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from llm_from_scratch.export.length_penalty import TYPICAL_OUTPUT_TOKENS
+
+# The decoding keys `generation_config.json` carries, with the values a run's config without
+# them gets there: a score on the card must come from this search, or it describes another
+# model than the one the Hub runs. The length penalty counts only in a beam search.
+GENERATION_KEYS = {"beam_size": 1, "no_repeat_ngram_size": 0, "length_penalty": 0.0}
 
 # The licenses of the corpora the configs name (the Hub's identifiers); a model trained on
 # several carries the share-alike one where the others are plain attribution.
@@ -49,6 +56,54 @@ def license_of(names: list[str]) -> str:
     if len(share_alike) == 1 and licenses - share_alike <= {"cc-by-4.0"}:
         return share_alike.pop()
     return "other"
+
+
+def card_metrics(
+    evaluations: Iterable[Path], checkpoint: Path, config: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The scores a model card may quote, of the evaluation folders `evaluations` (`make eval`'s,
+    `RunDir.evaluations`): the newest full test evaluation of `checkpoint` on its run's own data
+    (`config` its run's), by the torch engine alone, whose search is the one its generation
+    config names. None when there is none: a `--limit`, `--beam 1` or other corpus's result is
+    never quoted. A folder from before evaluations recorded their settings (`eval-test/`) counts
+    when its split, corpus and search match."""
+    found = []
+    for folder in evaluations:
+        path = folder / "metrics.json"
+        try:
+            metrics = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(metrics, dict) and _quotable(metrics, checkpoint, config):
+            found.append((path.stat().st_mtime, metrics))
+    return max(found, key=lambda item: item[0])[1] if found else None
+
+
+def _quotable(metrics: dict[str, Any], checkpoint: Path, config: dict[str, Any]) -> bool:
+    settings = metrics.get("settings")
+    own = settings.get("dataset") is None if isinstance(settings, dict) else True
+    decoding, searched = config.get("decoding") or {}, metrics.get("decoding") or {}
+    return (
+        metrics.get("split") == "test"
+        and metrics.get("limit") is None
+        and own
+        and metrics.get("dataset") == config["data"]["name"]
+        and metrics.get("engine", "torch") == "torch"
+        and not metrics.get("ensemble")
+        and Path(str(metrics.get("checkpoint"))).name == checkpoint.name
+        and _same_search(searched, decoding)
+        and all(key in metrics for key in ("bleu", "chrf"))
+    )
+
+
+def _same_search(searched: dict[str, Any], decoding: dict[str, Any]) -> bool:
+    keys = dict(GENERATION_KEYS)
+    if int(decoding.get("beam_size", keys["beam_size"])) == 1:
+        keys.pop("length_penalty")
+    return all(
+        key in searched and float(searched[key]) == float(decoding.get(key, default))
+        for key, default in keys.items()
+    )
 
 
 def model_card(
@@ -140,8 +195,15 @@ project's tokenizer does (byte fallback: no unknown token) and decodes the targe
         )
     }.
 """
+    body += "\n## Evaluation\n\n"
     if metrics:
-        body += "\n## Evaluation\n\n" + _scores_table(metrics)
+        body += _scores_table(metrics)
+    else:
+        body += (
+            "No full test evaluation with this search (beam "
+            f"{decoding.get('beam_size')}, as `generation_config.json`) was found beside the "
+            "checkpoint: `make eval` in the project writes one, and a new export quotes it.\n"
+        )
     return "\n".join(metadata) + "\n" + body
 
 
@@ -199,7 +261,8 @@ def _scores_table(metrics: dict[str, Any]) -> str:
     lines += [
         "",
         f"BLEU: `{metrics.get('bleu_signature')}`; chrF: `{metrics.get('chrf_signature')}`.",
-        "Scored with the project's translator (`make eval`: the extras above on).",
+        f"Scored with the project's translator (`make eval`: the extras above on), beam "
+        f"{(metrics.get('decoding') or {}).get('beam_size', 'unknown')}.",
         "",
     ]
     return "\n".join(lines)

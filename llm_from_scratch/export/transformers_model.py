@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from llm_from_scratch.atomic import atomic_writer
+from llm_from_scratch.atomic import atomic_writer, give_file_modes
 from llm_from_scratch.checkpoint import (
     CheckpointSummary,
     load_checkpoint,
@@ -48,7 +48,7 @@ from llm_from_scratch.checkpoint import (
 )
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.export.length_penalty import length_penalty_beta
-from llm_from_scratch.export.model_card import model_card
+from llm_from_scratch.export.model_card import card_metrics, model_card
 from llm_from_scratch.export.transformers_tokenizer import build_tokenizer, special_token_strings
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.layers import sinusoidal_positions
@@ -350,7 +350,7 @@ def export_to_transformers(
     hf_model = _hf_model(transformers, model, layout, tgt_tok, config["decoding"])
     summary = CheckpointSummary.of(state, checkpoint)
     if metrics is None:
-        metrics = _metrics_beside(Path(checkpoint))
+        metrics = _metrics_beside(Path(checkpoint), config)
     manifest = {
         "format": FORMAT,
         "version": VERSION,
@@ -381,6 +381,7 @@ def export_to_transformers(
         staging / "README.md",
         model_card(manifest, metrics, model.num_parameters(), hub_name or str(output_dir)),
     )
+    give_file_modes(staging)  # safetensors writes model.safetensors 0600
     if output_dir.exists():
         shutil.rmtree(output_dir)
     staging.rename(output_dir)
@@ -438,15 +439,10 @@ def _save_tokenizer(
         _write_text(directory / name, json.dumps(content, indent=2, ensure_ascii=False) + "\n")
 
 
-def _metrics_beside(checkpoint: Path) -> dict[str, Any] | None:
-    """`make eval`'s test scores of the checkpoint, where it has written them."""
-    path = RunDir(checkpoint.parent).evaluation("test") / "metrics.json"
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
+def _metrics_beside(checkpoint: Path, config: dict[str, Any]) -> dict[str, Any] | None:
+    """`make eval`'s full test scores of the checkpoint with the search its generation config
+    names, where it has written them (`card_metrics`)."""
+    return card_metrics(RunDir(checkpoint.parent).evaluations(), checkpoint, config)
 
 
 def _write_text(path: Path, text: str) -> None:

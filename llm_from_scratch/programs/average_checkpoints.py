@@ -15,6 +15,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from llm_from_scratch.atomic import check_writable
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.command import run_main
@@ -46,6 +47,7 @@ def main(argv: Sequence[str]) -> int:
         raise CheckpointError(
             "no checkpoints to average (give paths or a --run-dir with snapshots)"
         )
+    check_writable(output.parent, str(output), "give another --output")  # before reading
     averaged = average_checkpoints(paths, output)
     steps = ", ".join(str(step) for step in averaged["averaged_steps"] if step is not None)
     print(f"averaged {len(paths)} checkpoints (steps {steps or 'not recorded'}) into {output}")

@@ -9,12 +9,16 @@
 
 Flags pick the model, the data and the device; other settings are KEY=VALUE words, as for
 translate.py and serve.py. The model decodes with its run's own settings; `--beam`,
-`decoding=PRESET` and `decoding.KEY=VALUE` replace the keys they name (a preset: those its
-configs/decoding/PRESET.yaml sets).
-Writes `hypotheses.txt` and `metrics.json` to --output-dir (default: `eval-<split>/`
-beside the checkpoint; for an ensemble, `eval-<split>-ensemble/`; for an export,
-`eval-<split>-ctranslate2/` beside it) and prints the scores with
-their sacreBLEU signatures; which model was loaded, with its step and dev BLEU, goes to stderr.
+`decoding=PRESET` and `decoding.KEY=VALUE` replace the keys they name (a preset of
+configs/decoding/: every decoding key but the run's clause_split_tokens).
+Writes `hypotheses.txt` and `metrics.json` to --output-dir, by default to a folder beside the
+checkpoint named by every setting that changes the scores, so that no evaluation replaces
+another's: `eval-test-beam5/`, `eval-test-beam1-limit20/`, `eval-wmt_news-test-beam5/` (--data),
+`eval-test-ensemble-beam5/`, `eval-test-ctranslate2-beam5/` (an export), `eval-test-best-beam5/`
+(a checkpoint other than the run's final model), and a hash of any other decoding key set
+(`eval-test-beam5-1a2b3c4d/`; metrics.json's `settings` lists them). It checks that the folder
+can be written before decoding. It prints the scores (BLEU and chrF) with their sacreBLEU
+signatures; which model was loaded, with its step and dev BLEU, goes to stderr.
 A split of several corpora (a multi-corpus run's) is scored per corpus too: `corpora` in
 metrics.json, one line each in the summary.
 """
@@ -27,7 +31,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from llm_from_scratch.data.config import SPLITS, DataConfig
 from llm_from_scratch.errors import ConfigError
@@ -41,10 +45,12 @@ from llm_from_scratch.programs.model_choice import (
 )
 
 if TYPE_CHECKING:
+    from llm_from_scratch.decoding.config import DecodingConfig
+    from llm_from_scratch.evaluation.results import EvaluationSettings
     from llm_from_scratch.paths import PathsConfig
 
 GROUPS = ("decoding", "data", "paths")  # the config groups KEY=VALUE may set
-_ENGINE_SUFFIXES = {"torch": "", "ctranslate2": "-ctranslate2"}  # of the default output directory
+_ENGINE_VARIANTS = {"torch": None, "ctranslate2": "ctranslate2"}  # in the output folder's name
 
 
 @dataclass
@@ -72,6 +78,7 @@ def evaluate(args: argparse.Namespace, settings: dict[str, str]) -> int:
     import datasets
     from tqdm import tqdm
 
+    from llm_from_scratch.atomic import check_writable
     from llm_from_scratch.data.corpus import CORPUS_COLUMN, CorpusError, corpus_labels, load_split
     from llm_from_scratch.data.sources import fetch_data
     from llm_from_scratch.evaluation.corpora import spread_rows
@@ -86,15 +93,19 @@ def evaluate(args: argparse.Namespace, settings: dict[str, str]) -> int:
     output_dir = Path(args.output_dir) if args.output_dir else None
     if output_dir is not None:  # refused before the model loads, let alone decodes
         check_directory(output_dir, "output_dir")
+        check_writable(output_dir, f"the evaluation {output_dir}", "choose another --output-dir")
     translator, run_config = load_translator(checkpoint, args, decoding, source_style="raw")
+    chosen_settings = _settings(args, checkpoint, chosen, translator.decode, run_config)
     if output_dir is None:
-        # Another dataset's scores go beside those of the run's own, never over them.
-        other = chosen is not None and chosen.name != run_config["data"]["name"]
-        dataset = f"{chosen.name}-" if other else ""
-        suffix = "-ensemble" if args.ensemble else _ENGINE_SUFFIXES[args.engine]
-        output_dir = RunDir(checkpoint.parent).evaluation(f"{dataset}{args.split}{suffix}")
+        # Each setting's scores go in a folder of their own, never over another's.
+        output_dir = RunDir(checkpoint.parent).evaluation(chosen_settings.folder_name())
         check_directory(output_dir, "output_dir")  # before decoding, which takes a while
-    data, member = _scored_data(chosen, to_schema(run_config["data"], DataConfig))
+        check_writable(
+            output_dir, f"the evaluation {output_dir}", "write it elsewhere with --output-dir DIR"
+        )
+    else:
+        _warn_if_replacing(output_dir, chosen_settings)
+    data, member = scored_data(chosen, to_schema(run_config["data"], DataConfig))
     datasets.disable_progress_bars()  # stderr has the translation's own
     fetch_data(data, paths)
     pairs = load_split(data, args.split, paths)
@@ -134,6 +145,8 @@ def evaluate(args: argparse.Namespace, settings: dict[str, str]) -> int:
         "dataset": member or data.name,
         "direction": f"{data.source_lang}-{data.target_lang}",
         "split": args.split,
+        "limit": args.limit,
+        "settings": chosen_settings.to_dict(),
         "device": str(translator.device),
         "engine": args.engine,
         "decoding": asdict(translator.decode),
@@ -146,6 +159,52 @@ def evaluate(args: argparse.Namespace, settings: dict[str, str]) -> int:
     print(summary(metrics))
     print(f"wrote {output_dir / 'hypotheses.txt'} and {output_dir / 'metrics.json'}")
     return 0
+
+
+def _settings(
+    args: argparse.Namespace,
+    checkpoint: Path,
+    chosen: DataConfig | None,
+    decode: DecodingConfig,
+    run_config: dict[str, Any],
+) -> EvaluationSettings:
+    """What the scores depend on, which names their folder: the corpus when not the run's own,
+    the engine or ensemble, the checkpoint when not the run's final model, the search (its
+    keys unlike the run's own) and `--limit`."""
+    from llm_from_scratch.decoding.config import DecodingConfig
+    from llm_from_scratch.evaluation.results import EvaluationSettings, other_decoding
+    from llm_from_scratch.paths import RunDir
+    from llm_from_scratch.schema import to_schema
+
+    other = chosen is not None and chosen.name != run_config["data"]["name"]
+    variant = "ensemble" if args.ensemble else _ENGINE_VARIANTS[args.engine]
+    stem = None
+    if args.engine == "torch":
+        finals = [path for path in RunDir(checkpoint.parent).final_models if path.is_file()]
+        final = finals[0].resolve() if finals else None
+        stem = None if final == checkpoint.resolve() else checkpoint.stem
+    own = asdict(to_schema(run_config.get("decoding") or {}, DecodingConfig))
+    return EvaluationSettings(
+        split=args.split,
+        dataset=chosen.name if other else None,
+        variant=variant,
+        checkpoint=stem,
+        beam=decode.beam_size,
+        limit=args.limit,
+        other_decoding=other_decoding(asdict(decode), own),
+    )
+
+
+def _warn_if_replacing(output_dir: Path, settings: EvaluationSettings) -> None:
+    """Say so when --output-dir holds the results of other settings, which this run replaces."""
+    from llm_from_scratch.evaluation.results import recorded_settings
+
+    recorded = recorded_settings(output_dir)
+    if recorded is not None and recorded != settings.to_dict():
+        print(
+            f"note: replacing {output_dir}'s results of other settings ({recorded})",
+            file=sys.stderr,
+        )
 
 
 def paths_config(settings: dict[str, str]) -> PathsConfig:
@@ -175,7 +234,7 @@ def data_config(name: str | None, settings: dict[str, str]) -> DataConfig | None
     return compose_config("evaluate", [f"data={name}", *keys], EvaluateConfig).data
 
 
-def _scored_data(chosen: DataConfig | None, trained: DataConfig) -> tuple[DataConfig, str | None]:
+def scored_data(chosen: DataConfig | None, trained: DataConfig) -> tuple[DataConfig, str | None]:
     """The data to score on, and the corpus of its mixture to keep (None: all of it): the run's
     own; a corpus of the run's mixture as the mixture reads it (in the model's source style); or
     the `--data` corpus read in the model's direction (which the model, not that corpus's

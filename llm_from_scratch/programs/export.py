@@ -25,6 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from llm_from_scratch.atomic import check_writable
 from llm_from_scratch.export.formats import FORMATS, QUANTIZATIONS, ExportError, run_export_dir
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.arguments import Parser
@@ -53,6 +54,8 @@ def main(argv: Sequence[str]) -> int:
         output = checkpoint.parent / args.format  # the folder is named after the format
     else:
         output = run_export_dir(runs_dir, args.run, args.format)
+    # Before the model loads: the export is staged beside its folder, then moved in place.
+    check_writable(output.parent, f"the export {output}", "write it elsewhere with --output DIR")
     run = None if args.checkpoint else args.run
     if transformers:
         from llm_from_scratch.export.hub import push_to_hub

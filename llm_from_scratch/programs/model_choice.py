@@ -61,23 +61,55 @@ def model_file(args: argparse.Namespace, runs_dir: str | Path | None = None) -> 
     """The checkpoint (with `--engine ctranslate2`: the export directory) the model flags name;
     `runs_dir` defaults to the project's `runs/`."""
     from llm_from_scratch.checkpoint import run_model
-    from llm_from_scratch.export.formats import run_export_dir
+    from llm_from_scratch.display import shown
+    from llm_from_scratch.export.formats import CTRANSLATE2_MANIFEST, ExportError, run_export_dir
     from llm_from_scratch.paths import PathsConfig
 
+    engine = getattr(args, "engine", "torch")
+    if engine == "torch":
+        given = [("--checkpoint", args.checkpoint)]
+        given += [("--ensemble", path) for path in getattr(args, "ensemble", [])]
+        for flag, path in given:
+            if path and Path(path).is_dir():
+                raise UsageError(directory_given(flag, Path(path), runs_dir))
     if args.checkpoint:
         return Path(args.checkpoint)
     runs_dir = runs_dir or PathsConfig().runs_dir
-    if getattr(args, "engine", "torch") == "ctranslate2":
-        return run_export_dir(runs_dir, args.run, "ctranslate2")
+    if engine == "ctranslate2":
+        directory = run_export_dir(runs_dir, args.run, "ctranslate2")
+        if not (directory / CTRANSLATE2_MANIFEST).is_file():
+            raise ExportError(
+                f"the run {args.run!r} has no CTranslate2 export ({shown(directory)} holds no "
+                f'{CTRANSLATE2_MANIFEST}): `make export ARGS="--run {args.run}"` writes it'
+            )
+        return directory
     return run_model(runs_dir, args.run)
 
 
+def directory_given(flag: str, directory: Path, runs_dir: str | Path | None = None) -> str:
+    """The refusal of a directory given to `flag` as a checkpoint file: the run's model file in
+    it, the run by name where it lies in `runs_dir` (the project's `runs/` by default), the
+    CTranslate2 engine where it is an export."""
+    from llm_from_scratch.display import shown
+    from llm_from_scratch.export.formats import CTRANSLATE2_MANIFEST
+    from llm_from_scratch.paths import PathsConfig, RunDir
+
+    files = [path for path in RunDir(directory).final_models if path.is_file()]
+    options = [f"a checkpoint file in it ({shown(files[0])})" if files else "a checkpoint file"]
+    runs = Path(runs_dir or PathsConfig().runs_dir).resolve()
+    if flag == "--checkpoint" and directory.resolve().parent == runs and files:
+        options.insert(0, f"--run {directory.resolve().name}")
+    if (directory / CTRANSLATE2_MANIFEST).is_file():
+        options.insert(0, "--engine ctranslate2 (it is a CTranslate2 export)")
+    return f"{flag} {directory} is a directory: give {' or '.join(options)}"
+
+
 def decoding_overrides(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, Any]:
-    """The decoding keys the command line sets, as {KEY: VALUE}: those of a `decoding=PRESET`
-    (its configs/decoding/PRESET.yaml), then `--beam` and `--nbest`, then `decoding.KEY=VALUE`."""
+    """The decoding keys the command line sets, as {KEY: VALUE}: those a `decoding=PRESET` stands
+    for (`preset_settings`), then `--beam` and `--nbest`, then `decoding.KEY=VALUE`."""
     from omegaconf import OmegaConf
 
-    from llm_from_scratch.decoding.config import DecodingConfig
+    from llm_from_scratch.decoding.config import DecodingConfig, preset_settings
     from llm_from_scratch.errors import ConfigError
     from llm_from_scratch.paths import config_dir
     from llm_from_scratch.schema import unknown_key
@@ -89,7 +121,7 @@ def decoding_overrides(args: argparse.Namespace, settings: dict[str, str]) -> di
         if not preset.is_file():
             names = ", ".join(sorted(path.stem for path in presets.glob("*.yaml")))
             raise ConfigError(f"decoding={settings[PRESET_GROUP]} is no preset; they are {names}")
-        overrides |= OmegaConf.to_container(OmegaConf.load(preset))
+        overrides |= preset_settings(OmegaConf.to_container(OmegaConf.load(preset)) or {})
     flags = {"beam_size": args.beam, "nbest": getattr(args, "nbest", None)}
     overrides |= {key: value for key, value in flags.items() if value is not None}
     prefix = f"{PRESET_GROUP}."

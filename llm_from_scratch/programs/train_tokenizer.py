@@ -6,17 +6,23 @@ The tokenizers are those `make train` loads or trains (`training/tokenizers.py`)
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass, field
 
 import hydra
 from omegaconf import MISSING, DictConfig
 
+from llm_from_scratch.atomic import check_writable
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.sources import fetch_data
 from llm_from_scratch.paths import PathsConfig, config_dir
 from llm_from_scratch.programs.command import exit_on_user_error
-from llm_from_scratch.programs.common import register_schema
+from llm_from_scratch.programs.common import (
+    check_raw_data_writable,
+    compose_before_hydra,
+    register_schema,
+)
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 from llm_from_scratch.tokenizer.config import TokenizerConfig
@@ -79,9 +85,26 @@ def run(config: TokenizerJobConfig) -> None:
         )
 
 
+def check_writable_outputs(config: TokenizerJobConfig) -> None:
+    """Refuse, before any work, a tokenizer to train (or a corpus to fetch) whose directory
+    cannot be written; saved tokenizers are only read."""
+    check_raw_data_writable(config.data, config.paths)
+    for path in tokenizer_paths(config.data, config.tokenizer, config.paths):
+        if not path.is_file():
+            check_writable(path.parent, f"the tokenizer {path}", "set paths.tokenizer_dir=DIR")
+
+
+def main() -> None:
+    """`scripts/train_tokenizer.py`: a bad config is refused in one line before Hydra starts."""
+    with exit_on_user_error():
+        compose_before_hydra("train_tokenizer", sys.argv[1:], TokenizerJobConfig)
+    _main()
+
+
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="train_tokenizer")
-def main(cfg: DictConfig) -> None:
+def _main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         config = to_schema(cfg, TokenizerJobConfig)
+        check_writable_outputs(config)
         fetch_data(config.data, config.paths)
         run(config)

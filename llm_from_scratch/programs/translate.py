@@ -15,7 +15,9 @@ line breaks counts as its lines). The model is the final one of run `default`
 with its step and dev BLEU, goes to stderr. The model knows its direction (the run's
 data.direction): a ja-en model reads Japanese and writes English.
 Translations of a file or stdin are written as they are done, in input order, so an interrupted
-run keeps what it translated. With --nbest N > 1 each input gives N lines
+run keeps what it translated; a line longer than --max-chars (default 10,000 characters) is
+refused before anything is translated, and lines mostly in the language the model writes get a
+warning on stderr (they are translated all the same). With --nbest N > 1 each input gives N lines
 `<input line number>\\t<score>\\t<translation>`.
 """
 
@@ -31,7 +33,13 @@ from typing import TYPE_CHECKING
 
 # Only what parsing the command line needs is imported here: `--help` and a bad argument answer
 # at once. The model's modules (torch) are imported once the arguments are known.
-from llm_from_scratch.decoding.lines import BATCH_LINES, InputError
+from llm_from_scratch.decoding.lines import (
+    BATCH_LINES,
+    MAX_CHARS,
+    InputError,
+    check_length,
+    mostly_in,
+)
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.programs.arguments import Parser, UsageError, positive_int
 from llm_from_scratch.programs.command import run_main
@@ -51,24 +59,31 @@ LANGUAGE_NAMES = {"en": "English", "ja": "Japanese"}  # in the interactive promp
 
 def main(argv: Sequence[str]) -> int:
     args, settings = parse_args(argv)
+    # The input is checked before the model loads, which takes a while.
+    check_length(args.texts, "TEXT", args.max_chars)
+    file_lines = None
     if args.input is not None:
-        check_input_file(args.input)  # before the model loads, which takes a while
+        check_input_file(args.input)
+        file_lines = read_lines(args.input.read_bytes(), str(args.input))
+        check_length(file_lines, str(args.input), args.max_chars)
     translator, _ = load_translator(model_file(args), args, decoding_overrides(args, settings))
     if isinstance(sys.stdout, io.TextIOWrapper):
         # Translations may be Japanese: write UTF-8 whatever the locale says.
         sys.stdout.reconfigure(encoding="utf-8", errors="replace")
     try:
-        if args.texts:
+        if file_lines is not None:
+            warn_of_language(file_lines, translator)
+            write_with_progress(translator, file_lines, args.batch_lines)
+        elif args.texts:
+            warn_of_language(args.texts, translator)
             write(translator.translate_iter(args.texts, args.batch_lines))
-        elif args.input is not None:
-            lines = read_lines(args.input.read_bytes(), str(args.input))
-            write_with_progress(translator, lines, args.batch_lines)
         elif not sys.stdin.isatty():
-            write_with_progress(
-                translator, read_lines(sys.stdin.buffer.read(), "stdin"), args.batch_lines
-            )
+            lines = read_lines(sys.stdin.buffer.read(), "stdin")
+            check_length(lines, "stdin", args.max_chars)
+            warn_of_language(lines, translator)
+            write_with_progress(translator, lines, args.batch_lines)
         else:
-            _interactive(translator)
+            _interactive(translator, args.max_chars)
     except BrokenPipeError:  # e.g. `| head`: the reader left, nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
@@ -94,7 +109,7 @@ def _parser() -> Parser:
         nargs="*",
         metavar="TEXT",
         help="texts to translate, one output line per line of each; decoding.KEY=VALUE sets "
-        "a decoding key, decoding=PRESET those of configs/decoding/PRESET.yaml",
+        "a decoding key, decoding=PRESET all but clause_split_tokens (configs/decoding/)",
     )
     parser.add_argument(
         "--input", type=Path, metavar="FILE", help="file to translate, one output line per line"
@@ -109,6 +124,14 @@ def _parser() -> Parser:
         default=BATCH_LINES,
         metavar="N",
         help=f"lines translated, then written, at a time (default: {BATCH_LINES})",
+    )
+    parser.add_argument(
+        "--max-chars",
+        type=positive_int,
+        default=MAX_CHARS,
+        metavar="N",
+        help=f"refuse input with a line longer than N characters (default: {MAX_CHARS:,}): a "
+        "line is translated at once, its time and memory growing with it",
     )
     return parser
 
@@ -139,17 +162,58 @@ def read_lines(data: bytes, origin: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+def warn_of_language(lines: Sequence[str], translator: Translator) -> None:
+    """One line on stderr when lines are mostly in the language the model translates into
+    (Japanese given to an English→Japanese model): they are translated all the same."""
+    wrong = [
+        number
+        for number, line in enumerate(lines, start=1)
+        if mostly_in(line, translator.target_lang)
+    ]
+    if not wrong:
+        return
+    target = LANGUAGE_NAMES.get(translator.target_lang, translator.target_lang)
+    source = LANGUAGE_NAMES.get(translator.source_lang, translator.source_lang)
+    which = (
+        f"line {wrong[0]} is"
+        if len(wrong) == 1
+        else f"{len(wrong)} lines (from line {wrong[0]}) are"
+    )
+    print(
+        f"warning: {which} mostly {target}, the language this model writes; it reads "
+        f"{source}: translating anyway",
+        file=sys.stderr,
+    )
+
+
 def write_with_progress(translator: Translator, lines: list[str], batch_lines: int) -> None:
     """Translate and write `lines`, with a progress bar on stderr when it tells something: the
     output goes to a file or a pipe (at a terminal the translations show the progress), stderr
-    is a terminal, and there is more than one group of lines."""
+    is a terminal, and there is more than one group of lines. The bar counts the lines written,
+    moving once per group: lines come out a group at a time, and a bar moved line by line would
+    show the first of a group (the others follow within its refresh interval) until the next."""
     from tqdm import tqdm
 
     show = sys.stderr.isatty() and not sys.stdout.isatty() and len(lines) > batch_lines
+    # Drawn at every move: one a group, which takes the group's translation time.
     with tqdm(
-        total=len(lines), unit="line", disable=not show, file=sys.stderr, dynamic_ncols=True
+        total=len(lines),
+        unit="line",
+        disable=not show,
+        file=sys.stderr,
+        dynamic_ncols=True,
+        mininterval=0,
+        miniters=1,
     ) as bar:
-        write(translator.translate_iter(lines, batch_lines), bar.update)
+        done = 0
+
+        def written(count: int) -> None:
+            nonlocal done
+            done += count
+            if done % batch_lines == 0 or done == len(lines):
+                bar.update(done - bar.n)
+
+        write(translator.translate_iter(lines, batch_lines), written)
 
 
 def write(
@@ -166,11 +230,13 @@ def write(
         written(1)
 
 
-def _interactive(translator: Translator) -> None:
+def _interactive(translator: Translator, max_chars: int) -> None:
     language = LANGUAGE_NAMES.get(translator.source_lang, translator.source_lang)
     print(f"Type {language} text and press Enter; Ctrl-D quits.", file=sys.stderr)
     for line in prompt_lines(f"{translator.source_lang}> "):
         try:
+            check_length([line], "input", max_chars)
+            warn_of_language([line], translator)
             write(translator.translate([line]))
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)

@@ -13,6 +13,7 @@ header."""
 from __future__ import annotations
 
 import asyncio
+import difflib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import Executor
 from contextlib import asynccontextmanager, suppress
@@ -117,13 +118,27 @@ def check_request(request: TranslateRequest, limits: ServingConfig, default_beam
 
 
 def validation_message(errors: Sequence[Any]) -> str:
-    """pydantic's first complaint about a request body as one line."""
+    """pydantic's first complaint about a request body as one line; a field the request has no
+    such name for comes first, with the name meant: `{"text": ...}` is told of `texts`, before
+    that `texts` is missing."""
+    errors = sorted(errors, key=lambda error: error["type"] != "extra_forbidden")
     error = errors[0]
     if error["type"] == "json_invalid":
         return f"the body is not JSON: {error.get('ctx', {}).get('error', error['msg'])}"
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
-    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-    return f"{where.removeprefix('.body').removeprefix('.') or 'body'}: {error['msg']}{more}"
+    where = where.removeprefix(".body").removeprefix(".") or "body"
+    message, others = error["msg"], errors[1:]
+    if error["type"] == "extra_forbidden":
+        fields = list(TranslateRequest.model_fields)
+        message = f"not a field of the request (its fields: {', '.join(fields)})"
+        meant = difflib.get_close_matches(str(error["loc"][-1]), fields, n=1)
+        if meant:
+            example = ', a list: {"texts": ["Hello."]}' if meant[0] == "texts" else ""
+            message += f"; did you mean {meant[0]}{example}?"
+            # that the field meant is missing is this same mistake
+            others = [other for other in others if tuple(other["loc"]) != ("body", meant[0])]
+    more = f" (and {len(others)} more problem{'s' * (len(others) > 1)})" if others else ""
+    return f"{where}: {message}{more}"
 
 
 def is_json(content_type: str | None) -> bool:

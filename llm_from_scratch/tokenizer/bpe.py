@@ -9,6 +9,10 @@ Vocabulary layout (ids in this order):
 Unlike byte-level BPE, a Japanese character is one symbol from the start, so no merges are spent
 rebuilding 3-byte characters; rare characters still encode (as bytes), so there is no <unk>.
 Byte tokens are never merged: they only stand in for characters the alphabet lacks.
+
+Training also counts the words of the training text (`word_count`): whether a model trained on
+that text has seen a word is a fact of the text, which a word's number of pieces only hints at
+and which changes with the vocabulary size.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import hashlib
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from itertools import pairwise, repeat
 from pathlib import Path
@@ -25,9 +29,14 @@ from typing import Any, NamedTuple
 
 from llm_from_scratch.atomic import atomic_writer
 from llm_from_scratch.tokenizer import file_format
-from llm_from_scratch.tokenizer.bpe_training import learn_merges, select_alphabet
+from llm_from_scratch.tokenizer.bpe_training import (
+    count_words,
+    learn_merges,
+    select_alphabet,
+    word_key,
+)
 from llm_from_scratch.tokenizer.config import check_training_options
-from llm_from_scratch.tokenizer.file_format import NUM_BYTES
+from llm_from_scratch.tokenizer.file_format import MIN_WORD_COUNT, NUM_BYTES
 from llm_from_scratch.tokenizer.pretokenize import PRETOKENIZERS, normalizer
 from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD, RESERVED
 
@@ -136,6 +145,7 @@ class BPETokenizer:
         pretokenizer: str = "okurigana",
         pattern: str | None = None,
         training_options: dict[str, Any] | None = None,
+        word_counts: Mapping[str, int] | None = None,
     ) -> None:
         self.alphabet = list(alphabet)
         self.merge_pairs = [tuple(pair) for pair in merges]
@@ -144,6 +154,8 @@ class BPETokenizer:
         self.pretokenizer = pretokenizer
         self.pattern = pattern if pattern is not None else PRETOKENIZERS[pretokenizer]
         self.training_options = dict(training_options or {})
+        # None: a tokenizer (file version 1) trained before words were counted.
+        self.word_counts = None if word_counts is None else dict(word_counts)
 
         self._split = re.compile(self.pattern).findall
         self._special_ids = {token: i for i, token in enumerate(self.special_tokens)}
@@ -224,6 +236,7 @@ class BPETokenizer:
 
         merges = learn_merges(words, num_merges=vocab_size - base_size, first_id=base_size)
         return cls(
+            word_counts=count_words(pieces, MIN_WORD_COUNT),
             alphabet=alphabet,
             merges=merges,
             special_tokens=all_special,
@@ -233,6 +246,17 @@ class BPETokenizer:
         )
 
     # --- encoding and decoding ------------------------------------------------------------
+
+    def word_count(self, word: str) -> int | None:
+        """How many times the training text held `word` (one word of letters), in any case:
+        `Hello` counts ` hello` and `HELLO` too. 0 for a word it held fewer than
+        `file_format.MIN_WORD_COUNT` times, or that is not a word of a cased script (Latin,
+        Greek, Cyrillic: not Japanese); None when the tokenizer was trained before words were
+        counted (a version-1 file)."""
+        if self.word_counts is None:
+            return None
+        key = word_key(self._normalize(word).strip())
+        return 0 if key is None else self.word_counts.get(key, 0)
 
     def normalize(self, text: str) -> str:
         """The normalization `encode` applies; `decode(encode(s)) == tok.normalize(s)`."""
@@ -338,19 +362,21 @@ class BPETokenizer:
     # --- persistence ----------------------------------------------------------------------
 
     def to_json(self) -> str:
-        """The canonical JSON text of the tokenizer: what `save` writes (see file_format.py)."""
-        return file_format.canonical_json(
-            {
-                "format": file_format.FORMAT,
-                "version": file_format.VERSION,
-                "normalization": self.normalization,
-                "pretokenizer": {"name": self.pretokenizer, "pattern": self.pattern},
-                "special_tokens": self.special_tokens,
-                "alphabet": self.alphabet,
-                "merges": [list(pair) for pair in self.merge_pairs],
-                "training_options": self.training_options,
-            }
-        )
+        """The canonical JSON text of the tokenizer: what `save` writes (see file_format.py).
+        One without word counts is written as version 1, as it was read, keeping its hash."""
+        data = {
+            "format": file_format.FORMAT,
+            "version": 1,
+            "normalization": self.normalization,
+            "pretokenizer": {"name": self.pretokenizer, "pattern": self.pattern},
+            "special_tokens": self.special_tokens,
+            "alphabet": self.alphabet,
+            "merges": [list(pair) for pair in self.merge_pairs],
+            "training_options": self.training_options,
+        }
+        if self.word_counts is not None:
+            data.update(version=file_format.VERSION, word_counts=self.word_counts)
+        return file_format.canonical_json(data)
 
     @classmethod
     def from_json(cls, text: str, origin: str = "tokenizer JSON") -> BPETokenizer:

@@ -5,6 +5,9 @@ Each merge touches only the words that contain the merged pair, found through a 
 index; the best pair comes from a max-heap whose stale entries are skipped when popped. A merge
 only ever lowers the counts of existing pairs (and creates new pairs, pushed once with their
 final count), so a popped entry whose count is out of date is re-pushed with the current count.
+
+`count_words` counts the training text's words from the same pre-tokenized pieces, for the
+tokenizer file (`BPETokenizer.word_count`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,27 @@ def select_alphabet(char_counts: Counter[str], coverage: float) -> list[str]:
         alphabet.append(char)
         covered += count
     return sorted(alphabet)
+
+
+def word_key(piece: str) -> str | None:
+    """The key `count_words` counts a pre-tokenized piece under: its word, case-folded, its
+    leading space dropped (`Hello` at a sentence's start and ` hello` inside one are one
+    word); None for a piece that is not a word of a cased script (numbers, punctuation,
+    Japanese)."""
+    word = piece.lstrip(" ")
+    if not word.isalpha() or word.lower() == word.upper():
+        return None
+    return word.casefold()
+
+
+def count_words(pieces: Counter[str], min_count: int) -> dict[str, int]:
+    """How often `pieces` (pre-tokenized pieces and their counts) hold each word (`word_key`),
+    for the words they hold at least `min_count` times."""
+    words: Counter[str] = Counter()
+    for piece, count in pieces.items():
+        if (key := word_key(piece)) is not None:
+            words[key] += count
+    return {word: count for word, count in words.items() if count >= min_count}
 
 
 def learn_merges(words: Counter[tuple[int, ...]], num_merges: int, first_id: int) -> list[Pair]:

@@ -1,9 +1,16 @@
 """The tokenizer file: versioned JSON that loads without running code (unlike pickle).
 
-    {"format": "llm-from-scratch-bpe", "version": 1,
+    {"format": "llm-from-scratch-bpe", "version": 2,
      "normalization": "nfkc", "pretokenizer": {"name": "okurigana", "pattern": "..."},
      "special_tokens": ["<pad>", "<bos>", "<eos>"], "alphabet": ["a", "b", ...],
-     "merges": [[id, id], ...], "training_options": {"vocab_size": 8000, ...}}
+     "merges": [[id, id], ...], "training_options": {"vocab_size": 8000, ...},
+     "word_counts": {"hello": 65, ...}}
+
+Version 2 added `word_counts`: how often the training text held each word of a cased script
+(Latin, Greek, Cyrillic), case-folded, for the words it held at least `MIN_WORD_COUNT` times
+(`BPETokenizer.word_count`). Version 1 files, which lack them, still load; a tokenizer without
+word counts is written as version 1, byte for byte as before, so that its hash (which
+checkpoints and exports store) never changes.
 
 The pattern is stored, not only its name, so a file keeps encoding the same way when the code's
 patterns change; it is compiled only if it is one of `pretokenize.SHIPPED_PATTERNS` (any other
@@ -22,7 +29,11 @@ from llm_from_scratch.tokenizer.pretokenize import NORMALIZATIONS, shipped_versi
 from llm_from_scratch.tokenizer.special_tokens import RESERVED
 
 FORMAT = "llm-from-scratch-bpe"
-VERSION = 1
+VERSION = 2  # what a tokenizer with word counts is written as
+VERSIONS = (1, 2)  # what this code reads
+# A word the training text held fewer times is left out of `word_counts`: most of a corpus's
+# distinct words occur once, and the file (stored in every checkpoint) stays small.
+MIN_WORD_COUNT = 2
 NUM_BYTES = 256  # byte tokens, implicit in the file: they follow the special tokens
 
 
@@ -57,12 +68,14 @@ def parse(text: str, origin: str) -> dict[str, Any]:
 
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise fail(f'"format" must be {FORMAT!r}')
-    if data.get("version") != VERSION:
+    version = data.get("version")
+    if type(version) is not int or version not in VERSIONS:  # not `true`, nor 1.0
         raise TokenizerError(
-            f"{origin} has tokenizer format version {data.get('version')!r}; this code reads "
-            f"version {VERSION}: retrain the tokenizer or use a matching checkout"
+            f"{origin} has tokenizer format version {version!r}; this code reads versions "
+            f"{', '.join(map(str, VERSIONS))}: retrain the tokenizer or use a matching checkout"
         )
-    missing = {"normalization", "pretokenizer", "special_tokens", "alphabet", "merges"} - set(data)
+    required = {"normalization", "pretokenizer", "special_tokens", "alphabet", "merges"}
+    missing = (required | ({"word_counts"} if version >= 2 else set())) - set(data)
     if missing:
         raise fail(f"missing {', '.join(sorted(missing))}")
 
@@ -106,6 +119,16 @@ def parse(text: str, origin: str) -> dict[str, Any]:
             raise fail(f"merge {number} is {pair!r}, not a pair of earlier character/merge ids")
         next_id += 1
 
+    word_counts = None
+    if version >= 2:
+        word_counts = data["word_counts"]
+        valid = isinstance(word_counts, dict) and all(
+            isinstance(word, str) and type(count) is int and count >= MIN_WORD_COUNT
+            for word, count in word_counts.items()
+        )
+        if not valid:
+            raise fail(f'"word_counts" must map words to counts of at least {MIN_WORD_COUNT}')
+
     return {
         "alphabet": alphabet,
         "merges": [tuple(pair) for pair in merges],
@@ -114,6 +137,7 @@ def parse(text: str, origin: str) -> dict[str, Any]:
         "pretokenizer": pretokenizer["name"],
         "pattern": pretokenizer["pattern"],
         "training_options": data.get("training_options", {}),
+        "word_counts": word_counts,
     }
 
 

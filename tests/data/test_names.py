@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
 from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.names import (
+    SEEN_TIMES,
     UNSEEN_PIECES,
     mask_pair,
     mask_unseen_names,
@@ -16,6 +18,7 @@ from llm_from_scratch.data.names import (
     restore_names,
 )
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, keeps_placeholders
+from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 N0, N1 = NAME_PLACEHOLDERS[:2]
 PAIRS = [
@@ -54,36 +57,100 @@ def test_a_name_the_target_does_not_write_stays_on_both_sides():
     assert [mask_pair(src, tgt, LEXICON) for src, tgt in pairs] == pairs
 
 
-def pieces(word: str) -> int:
-    """A stand-in tokenizer: one piece per three letters, a leading space free."""
-    return -(-len(word.strip()) // 3)
+class StandIn:
+    """A stand-in source tokenizer: one piece per three letters, a leading space free, and the
+    word counts given (None: a tokenizer trained before words were counted)."""
+
+    def __init__(self, counts: dict[str, int] | None) -> None:
+        self.counts = counts
+
+    def word_count(self, word: str) -> int | None:
+        return None if self.counts is None else self.counts.get(word.lower(), 0)
+
+    def encode(self, text: str) -> list[int]:
+        return [0] * (1 if text == " unfortunately" else -(-len(text.strip()) // 3))
 
 
+COUNTS = {"ask": 50, "mr": 40, "about": 90, "tom": 30, "called": 20, "unfortunately": 8}
+
+
+@pytest.mark.parametrize("counts", [COUNTS, None], ids=["counted", "pieces"])
 @pytest.mark.parametrize(
     ("text", "masked", "names"),
     [
         ("Ask Mr. Quixbury about Zanzibar.", f"Ask Mr. {N0} about {N1}.", ["Quixbury", "Zanzibar"]),
-        ("Tom met Quixbury.", f"Tom met {N0}.", ["Quixbury"]),  # Tom: one piece
-        # A first word counts too, as spelled after a space; a long lowercase word is no name.
+        ("Tom met Quixbury.", f"Tom met {N0}.", ["Quixbury"]),  # Tom: seen often, one piece
+        # A first word counts too; a lowercase word is no name.
         ("Quixbury called.", f"{N0} called.", ["Quixbury"]),
         ("Unfortunately it rained.", "Unfortunately it rained.", []),
         ("the quixbury case", "the quixbury case", []),
         (f"stray {N1} Quixbury", f"stray  {N0}", ["Quixbury"]),  # the input's own: dropped
     ],
 )
-def test_an_input_masks_the_capitalized_words_the_model_rarely_saw(text, masked, names):
-    assert pieces(" Quixbury") >= UNSEEN_PIECES > pieces(" Tom")
-    common = {" unfortunately"}  # a word the tokenizer knows whole
-    assert mask_unseen_names(text, lambda w: 1 if w in common else pieces(w)) == (masked, names)
+def test_an_input_masks_the_capitalized_words_the_model_rarely_saw(counts, text, masked, names):
+    tokenizer = StandIn(counts)
+    assert mask_unseen_names(text, tokenizer) == (masked, names)
     assert restore_names(masked, names) == text.replace(N1, "")
+
+
+def test_a_word_seen_often_is_translated_however_many_pieces_spell_it():
+    # `Ask` and `About` take one or two pieces, `Zanzibar` three: the counts decide alone.
+    tokenizer = StandIn({"zanzibar": SEEN_TIMES, "ask": SEEN_TIMES - 1})
+    assert len(tokenizer.encode(" Zanzibar")) >= UNSEEN_PIECES > len(tokenizer.encode(" Ask"))
+    assert mask_unseen_names("Ask about Zanzibar.", tokenizer) == (f"{N0} about Zanzibar.", ["Ask"])
 
 
 def test_an_input_masks_at_most_as_many_names_as_there_are_placeholders():
     text = " ".join(f"Quixbury{chr(97 + k)}" for k in range(len(NAME_PLACEHOLDERS) + 1))
-    masked, names = mask_unseen_names(text, pieces)
+    masked, names = mask_unseen_names(text, StandIn({}))
     assert len(names) == len(NAME_PLACEHOLDERS)
     assert masked.endswith(f" Quixbury{chr(97 + len(NAME_PLACEHOLDERS))}")
     assert restore_names(masked, names) == text
+
+
+# A small source side where `Hello` and `Tuesday` are everyday words, though a few times only:
+# a small vocabulary spells them in several pieces. `Quixbury` never occurs.
+EVERYDAY = [
+    "I think that the weather will be better in the afternoon.",
+    "She was reading a letter from her brother in the kitchen.",
+    "There are three apples and seven oranges on the table.",
+    "We were waiting for the train when it started to rain.",
+    "He is interested in learning another language this winter.",
+    "They went shopping together after dinner with their parents.",
+    "Could you tell me where the nearest station is, please?",
+    "The children are playing in the garden behind the house.",
+    "My mother bought a new umbrella yesterday at the store.",
+    "It is important to drink water every morning and evening.",
+]
+TRAIN_SOURCE = [
+    *EVERYDAY * 4,
+    *[f"Hello, {who}. See you on Tuesday." for who in ("Tom", "Mary", "Ken", "everyone")],
+    "He said hello to me on Tuesday.",
+    "HELLO! The shop is closed on Tuesday.",
+]
+TEXT = "Hello. I will see Quixbury on Tuesday."
+
+
+@pytest.mark.parametrize("vocab_size", [320, 1000])
+def test_common_words_are_never_masked_whatever_the_vocabulary_size(vocab_size):
+    tokenizer = BPETokenizer.train(TRAIN_SOURCE, vocab_size)
+    assert tokenizer.word_count("Hello") >= SEEN_TIMES and tokenizer.word_count("Quixbury") == 0
+    assert mask_unseen_names(TEXT, tokenizer) == (TEXT.replace("Quixbury", N0), ["Quixbury"])
+
+
+def without_word_counts(tokenizer: BPETokenizer) -> BPETokenizer:
+    """`tokenizer` as a file written before words were counted (version 1) loads it."""
+    data = json.loads(tokenizer.to_json())
+    del data["word_counts"]
+    return BPETokenizer.from_json(json.dumps({**data, "version": 1}))
+
+
+def test_without_word_counts_the_words_a_tokenizer_spells_in_many_pieces_are_masked():
+    small, large = (without_word_counts(BPETokenizer.train(TRAIN_SOURCE, v)) for v in (320, 1000))
+    assert small.word_count("Hello") is None
+    # Which words that copies depends on the vocabulary size: the fault word counts remove.
+    assert mask_unseen_names(TEXT, small)[1] == ["Hello", "Quixbury", "Tuesday"]
+    assert mask_unseen_names(TEXT, large)[1] == ["Quixbury"]
 
 
 def test_outputs_get_each_name_back_once_and_lose_a_placeholder_without_one():

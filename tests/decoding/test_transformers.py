@@ -23,7 +23,12 @@ from hydra import compose, initialize_config_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_from_scratch.checkpoint import inference_state, restore_for_inference, save_checkpoint
+from llm_from_scratch.checkpoint import (
+    inference_state,
+    load_checkpoint,
+    restore_for_inference,
+    save_checkpoint,
+)
 from llm_from_scratch.decoding.batched import decode_pieces
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.translator import Translator
@@ -431,8 +436,13 @@ def test_the_model_card_has_the_hubs_metadata(separate):
 
 def test_the_export_card_carries_the_scores_beside_the_checkpoint(separate, tmp_path):
     run = Path(shutil.copytree(separate["checkpoint"].parent, tmp_path / "run", ignore=_exports))
-    (run / "eval-test").mkdir()
+    (run / "eval-test").mkdir()  # as evaluations were named before they named their settings
+    config = load_checkpoint(run / "averaged.pt")["config"]
     metrics = {
+        "checkpoint": str(run / "averaged.pt"),
+        "dataset": config["data"]["name"],
+        "split": "test",
+        "decoding": config["decoding"],  # the search generation_config.json names
         "sentences": 1,
         "bleu": 1.0,
         "bleu_signature": "b",

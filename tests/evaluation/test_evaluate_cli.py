@@ -202,7 +202,8 @@ def test_ensemble_is_recorded_and_of_one_checkpoint_twice_scores_like_it(
     common = greedy_on_small_parallel_enja(checkpoint, corpus_mirror, tmp_path, limit=8)
     assert evaluate_cli.main([*common, "--output-dir", str(tmp_path / "single")]) == 0
     assert evaluate_cli.main([*common, "--ensemble", str(checkpoint)]) == 0
-    ensemble_dir = checkpoint.parent / "eval-test-ensemble"
+    # In a folder of its own, named by its settings (the length limit: a hash of the keys).
+    (ensemble_dir,) = checkpoint.parent.glob("eval-test-ensemble-beam1-limit8-*")
     metrics = json.loads((ensemble_dir / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["ensemble"] == [str(checkpoint)]
     hypotheses = (ensemble_dir / "hypotheses.txt").read_text(encoding="utf-8")
@@ -280,7 +281,7 @@ def test_a_corpus_of_the_runs_mixture_is_scored_as_the_mixture_reads_it(train_co
     (raw) source style, not the corpus's own lowercased, tokenized one."""
     trained = train_config("data=everyday_mix").data
     member = train_config("data=small_parallel_enja").data
-    assert evaluate_cli._scored_data(member, trained) == (trained, "small_parallel_enja")
+    assert evaluate_cli.scored_data(member, trained) == (trained, "small_parallel_enja")
     alone = train_config("data=tanaka_graded").data
-    data, kept = evaluate_cli._scored_data(member, alone)
+    data, kept = evaluate_cli.scored_data(member, alone)
     assert (data.name, kept) == ("small_parallel_enja", None)

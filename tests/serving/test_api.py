@@ -118,7 +118,14 @@ def body(**fields) -> bytes:
         (b'{"texts": ["hello.", 3]}', 422, "texts[1]: Input should be a valid string"),
         (body(beam="5"), 422, "beam: Input should be a valid integer"),
         (body(attention="yes"), 422, "attention: Input should be a valid boolean"),
-        (body(speed=1), 422, "speed: Extra inputs are not permitted"),
+        (body(speed=1), 422, "speed: not a field of the request (its fields: texts, beam, "),
+        (
+            b'{"text": "hello."}',
+            422,
+            "text: not a field of the request (its fields: texts, beam, nbest, attention); did "
+            'you mean texts, a list: {"texts": ["Hello."]}?',
+        ),
+        (b'{"text": ["hello."], "beam": "5"}', 422, "text: not a field of the request "),
         (b"{}", 422, "texts: Field required"),
         (body(texts=[]), 422, "texts: 0 given, 1 to 4 allowed"),
         (body(texts=["a."] * 5), 422, "texts: 5 given, 1 to 4 allowed"),

@@ -174,6 +174,37 @@ def test_a_heatmap_wider_than_a_phone_scrolls_and_says_so(browser, server):
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
+# Clauses past decoding.clause_split_tokens: translated in pieces, with no one heatmap.
+PIECED_SENTENCE = (
+    "the cat sat on the mat, and the dog sat on the mat by the cat, and the cat sat on the mat."
+)
+
+
+def test_a_sentence_without_attention_says_why_and_shows_no_layer_menu(browser, server):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    browser.get(server)
+    WebDriverWait(browser, WAIT_S).until(
+        lambda _: "step" in browser.find_element(By.ID, "model").text
+    )
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys(f"the mat. {PIECED_SENTENCE}")
+    browser.find_element(By.ID, "translate").click()
+    WebDriverWait(browser, WAIT_S).until(
+        lambda _: browser.find_elements(By.CSS_SELECTOR, "#heatmap td")
+    )
+    layer = browser.find_element(By.ID, "layer")
+    assert layer.is_displayed()  # the first sentence's heatmap: its layers to choose from
+    Select(browser.find_element(By.ID, "sentence")).select_by_index(1)
+    heatmap = browser.find_element(By.ID, "heatmap")
+    assert heatmap.text.startswith("No attention for this sentence: it was long enough")
+    assert not layer.is_displayed()
+    Select(browser.find_element(By.ID, "sentence")).select_by_index(0)
+    assert layer.is_displayed() and browser.find_elements(By.CSS_SELECTOR, "#heatmap td")
+
+
 def test_a_refused_request_shows_the_servers_error(browser, server):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

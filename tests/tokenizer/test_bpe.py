@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
+import tracemalloc
 import unicodedata
 from collections import Counter
 from functools import cache
@@ -75,7 +78,7 @@ def naive_tokenizer_encode(tok: BPETokenizer, text: str) -> list[int]:
     """Encode piece by piece, applying every merge in order to the piece's character ids."""
     first_merge = len(tok.special_tokens) + NUM_BYTES + len(tok.alphabet)
     ids = []
-    for piece in tok._split(tok.normalize(text)):
+    for piece in re.findall(tok.pattern, tok.normalize(text)):
         chars = [token for char in piece for token in tok.encode(char)]
         ids += naive_encode(chars, tok.merge_pairs, first_merge)
     return ids
@@ -97,12 +100,29 @@ def test_encode_replays_the_merges_on_repetitive_text(corpus: list[str], probe: 
     assert tok.encode(probe) == naive_tokenizer_encode(tok, probe)
 
 
-def test_piece_cache_stays_bounded_and_encodings_stay_right(monkeypatch) -> None:
+def test_encodings_stay_right_as_the_piece_cache_evicts(monkeypatch) -> None:
     monkeypatch.setattr(bpe_module, "MAX_CACHED_PIECES", 3)
     tok = BPETokenizer.from_json(sample_tokenizer("none").to_json())  # an empty cache
     for text in SAMPLE * 2:  # the second pass meets pieces evicted in the first
         assert tok.encode(text) == naive_tokenizer_encode(tok, text)
-        assert len(tok._pieces) <= 3
+
+
+def test_memory_stays_bounded_however_many_distinct_pieces_are_encoded(monkeypatch) -> None:
+    """A server encodes unbounded input: past `MAX_CACHED_PIECES` the cache starts afresh."""
+    words = [" " + "".join(letters) for letters in itertools.product("abcdefgh", repeat=4)]
+
+    def growth(cached_pieces: int) -> int:
+        monkeypatch.setattr(bpe_module, "MAX_CACHED_PIECES", cached_pieces)
+        tok = BPETokenizer.from_json(sample_tokenizer("none").to_json())  # an empty cache
+        tracemalloc.start()
+        try:
+            for word in words:
+                tok.encode(word)
+            return tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+
+    assert growth(100) * 10 < growth(len(words))
 
 
 @given(text=ANY_STR)

@@ -47,7 +47,7 @@ def test_different_tokenizers_have_different_hashes(tok: BPETokenizer) -> None:
 
 def test_file_records_format_options_and_pattern(tok: BPETokenizer, saved: Path) -> None:
     data = json.loads(saved.read_text(encoding="utf-8"))
-    assert (data["format"], data["version"]) == ("llm-from-scratch-bpe", 1)
+    assert (data["format"], data["version"]) == ("llm-from-scratch-bpe", 2)
     assert data["normalization"] == "nfkc"
     assert data["pretokenizer"] == {"name": "okurigana", "pattern": tok.pattern}
     assert data["training_options"] == {"vocab_size": 340, "character_coverage": 0.95}
@@ -63,7 +63,10 @@ def rewrite(path: Path, **changes: object) -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"version": 2}, "format version 2; this code reads version 1"),
+        ({"version": 3}, "format version 3; this code reads versions 1, 2"),
+        ({"version": True}, "format version True; this code reads versions 1, 2"),
+        ({"word_counts": {"the": 1}}, '"word_counts" must map words to counts of at least 2'),
+        ({"word_counts": ["the"]}, '"word_counts" must map words to counts'),
         ({"format": "sentencepiece"}, '"format" must be'),
         ({"normalization": "nfd"}, "unknown normalization 'nfd'"),
         ({"pretokenizer": {"name": "x", "pattern": "("}}, "'x' pre-tokenizer pattern is not one"),
@@ -94,6 +97,38 @@ def test_a_merge_may_not_use_a_later_token(saved: Path) -> None:
     data["merges"][-1] = [last, last]  # refers to itself
     saved.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(TokenizerError, match=f"merge {len(data['merges']) - 1} is"):
+        BPETokenizer.load(saved)
+
+
+def test_word_counts_survive_a_round_trip(tok: BPETokenizer, saved: Path) -> None:
+    # Every word of TEXTS occurs four times; `ﾊﾝｶｸ` (katakana, uncased) is no counted word.
+    assert (tok.word_count("cat"), tok.word_count("The"), tok.word_count("THE")) == (4, 8, 8)
+    assert (tok.word_count("ﾊﾝｶｸ"), tok.word_count("dog")) == (0, 0)
+    loaded = BPETokenizer.load(saved)
+    assert loaded.word_counts == tok.word_counts and loaded.word_count("the") == 8
+
+
+def test_a_version_1_file_loads_without_word_counts_and_keeps_its_hash(
+    tok: BPETokenizer, saved: Path
+) -> None:
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    del data["word_counts"]
+    data["version"] = 1
+    old_file = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    saved.write_text(old_file, encoding="utf-8")
+    old = BPETokenizer.load(saved)
+    assert old.word_count("cat") is None
+    assert old.encode(TEXTS[0]) == tok.encode(TEXTS[0])
+    # Written back byte for byte: the hash a checkpoint stored for it still matches.
+    assert old.to_json() == old_file
+    assert old.hash == hashlib.sha256(old_file.encode("utf-8")).hexdigest() != tok.hash
+
+
+def test_a_version_2_file_needs_word_counts(saved: Path) -> None:
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    del data["word_counts"]
+    saved.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(TokenizerError, match="missing word_counts"):
         BPETokenizer.load(saved)
 
 

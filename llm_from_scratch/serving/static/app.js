@@ -103,9 +103,13 @@ function show(translation) {
 function drawHeatmap() {
   const sentence = sentences[Number($("sentence").value)];
   const alignment = sentence ? sentence.attention : null;
+  // No layer to choose without a heatmap: the menu would be empty, or choose nothing.
+  $("layer-choice").hidden = !alignment;
   if (!alignment) {
     $("heatmap").textContent =
-      "No attention for this sentence: it was decoded in several pieces, or by an ensemble.";
+      "No attention for this sentence: it was long enough to be translated in several " +
+      "pieces (each one's attention is over its own words), or by an ensemble.";
+    showScrollCue();
     return;
   }
   const weights = alignment.weights[Number($("layer").value)];
