@@ -15,7 +15,7 @@ ARGS ?=
 LOGDIR ?= runs
 BENCH_LOG ?= runs/bench.log
 
-.PHONY: help setup data tokenizer train translate eval serve export tensorboard test test-full lint bench clean
+.PHONY: help setup data tokenizer train translate eval serve export tensorboard test test-full lint bench gpu-prepare gpu-run clean
 
 help: ## List the targets
 	@# Colour only at a terminal: piped or redirected, the list is plain text.
@@ -56,8 +56,9 @@ serve: setup ## Serve runs/default's model: a web page and a JSON API on :8000 (
 export: setup ## Export runs/default's model for CTranslate2 or transformers (ARGS="--run NAME --format transformers")
 	$(PY) scripts/export.py $(ARGS)
 
-tensorboard: setup ## Serve the TensorBoard logs of every run under runs/
-	$(VENV)/bin/tensorboard --logdir $(LOGDIR)
+# ARGS go to TensorBoard (`ARGS="--port 6007"`); one with its own --logdir replaces LOGDIR's.
+tensorboard: setup ## Serve the TensorBoard logs of every run under runs/ (ARGS="--port 6007")
+	$(VENV)/bin/tensorboard $(if $(findstring --logdir,$(ARGS)),,--logdir $(LOGDIR)) $(ARGS)
 
 # One pytest worker a core (pytest-xdist): the fast tests are many and short, so the cores share
 # them evenly. A test file stays on one worker, which builds its fixtures once.
@@ -77,6 +78,15 @@ bench: setup ## Run every scripts/bench_*.py against its reference; one markdown
 	@echo "|---|---:|---:|---:|---|"
 	@for bench in scripts/bench_*.py; do $(PY) $$bench --table-rows 2>>$(BENCH_LOG) || exit $$?; done
 	@echo "(details: $(BENCH_LOG))" >&2
+
+# A GPU lease (docs/training.md, One command for a GPU): prepared here, run there, with nothing
+# from the network there. BUDGET: the lease's minutes, setup and scoring included.
+BUDGET ?= 9m30s
+gpu-prepare: setup ## Fill gpu/ for a GPU lease: wheels, corpus, tokenizers (needs DATA_MIRROR)
+	scripts/gpu_prepare.sh
+
+gpu-run: ## On the GPU: benchmark, train kftt_gpu, decode test with beam 5 in BUDGET, into OUT (gpu_out/)
+	scripts/gpu_run.sh $(BUDGET)
 
 clean: ## Remove the virtual environment and caches (keeps data/ and runs/)
 	rm -rf $(VENV) .pytest_cache .ruff_cache
