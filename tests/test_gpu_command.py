@@ -59,6 +59,7 @@ def gpu_run(tmp_path: Path, *arguments: str, **env: str) -> subprocess.Completed
     )
 
 
+@pytest.mark.slow  # trains, decodes and scores: the longest of the suite's runs
 def test_the_dry_run_trains_decodes_scores_and_leaves_every_result_in_out(tmp_path):
     write_corpus(tmp_path / "carry" / "corpora" / "tiny_lease")
     done = gpu_run(
@@ -92,6 +93,7 @@ def test_the_dry_run_trains_decodes_scores_and_leaves_every_result_in_out(tmp_pa
     assert "log: tokenized splits ready" in "\n".join(stages)
 
 
+@pytest.mark.slow  # a process that imports torch: seconds each
 def test_a_budget_that_is_no_duration_is_refused_in_one_line(tmp_path):
     (tmp_path / "carry" / "corpora").mkdir(parents=True)
     done = gpu_run(tmp_path, "ten minutes", GPU_RUN_DRY="1")
@@ -147,6 +149,7 @@ def test_the_timeline_orders_marks_log_lines_and_updates_from_the_start(tmp_path
     ]
 
 
+@pytest.mark.slow  # a process that imports torch: seconds each
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

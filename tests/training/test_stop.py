@@ -215,6 +215,7 @@ def interrupted_after_the_pipe_closed(corpus: Path, run_dir: Path) -> int:
     return process.wait(timeout=300)
 
 
+@pytest.mark.slow  # a training process stopped mid-run
 def test_a_closed_pipe_costs_no_step(copy_corpus, tmp_path):
     run_dir = tmp_path / "run"
     status = interrupted_after_the_pipe_closed(copy_corpus, run_dir)
