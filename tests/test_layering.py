@@ -109,6 +109,11 @@ def test_no_import_cycles():
     assert import_cycles() == []
 
 
+def test_the_training_loop_reads_with_few_modules_open():
+    """A newcomer reading `Trainer` follows at most 15 of the project's modules (issue 88)."""
+    assert len(imports(PACKAGE / "training" / "trainer.py")) <= 15
+
+
 def test_every_module_has_a_layer():
     for path in PACKAGE.rglob("*.py"):
         layer(module_name(path))  # raises for a unit missing from LAYERS

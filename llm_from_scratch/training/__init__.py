@@ -7,7 +7,8 @@ budget/         the plan and the time budget: Schedule and its costs, Plan and t
                 and deadline)
 trainer.py      Trainer: one model, one schedule: the loop, checkpoints, snapshots
 resume.py       the one read of the file a run continues from (SavedRun), and what a resumed
-                Trainer restores: last.pt (exact), or a snapshot on request
+                Trainer restores: last.pt (exact), or a snapshot on request; the snapshots
+                newer than it, discarded
 finished.py     a finished run: its rerun trains nothing and says where its model is
 lock.py         one run per directory: its lock, and the clean-up of what killed writes left
 stop.py         SIGTERM/SIGINT: finish the step, save last.pt, exit with the signal's status
@@ -20,9 +21,8 @@ optim.py        AdamW groups and schedules
 loss.py         label-smoothed cross-entropy; the step's module (DDP, compiled)
 averaging.py    checkpoint averaging; a snapshot missing from those averaged
 distributed.py  torchrun (DDP) helpers; the device and precision a run trains in
-logging.py      TensorBoard
 report.py       progress bar and log lines; stats.py: step statistics, a step's batches
-                (StepBatches), the non-finite guard
+                (StepBatches), the non-finite guard, RunLogger (TensorBoard)
 profiling.py    training.profile_steps: torch.profiler over a few steps
 parent.py       training.init_from: the model a run is fine-tuned from
 attention_figure.py  a sentence pair's cross-attention, drawn

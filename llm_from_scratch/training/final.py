@@ -9,8 +9,8 @@ from llm_from_scratch.checkpoint import load_checkpoint
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.averaging import average_checkpoints, record_dev_scores
-from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.report import FinalModel, hparams, scores_text
+from llm_from_scratch.training.stats import RunLogger
 from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import Validator
 

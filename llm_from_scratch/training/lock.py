@@ -5,7 +5,8 @@
   its last holder. Under torchrun, rank 0 holds it for the job. A directory that cannot be
   written (read-only) is refused first, in one line (`check_writable`).
 - Once the lock is held, the temporary files of writes that a kill interrupted are deleted
-  (`remove_leftovers`), and so are snapshots newer than `last.pt` (`discard_snapshots_after`).
+  (`remove_leftovers`); snapshots newer than `last.pt` go when the run trains
+  (`resume.discard_snapshots_after`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from llm_from_scratch.atomic import temporary_files
 from llm_from_scratch.errors import UserError
-from llm_from_scratch.paths import RunDir, snapshot_step
+from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.distributed import Distributed
 
 logger = logging.getLogger(__name__)
@@ -123,16 +124,3 @@ def remove_leftovers(run_dir: RunDir) -> list[Path]:
         path.unlink(missing_ok=True)
         logger.info("removed %s, left by a write that was killed", path)
     return sorted(leftovers)
-
-
-def discard_snapshots_after(run_dir: RunDir, step: int) -> list[Path]:
-    """Delete the snapshots of steps after `step`, the step `last.pt` holds (0: none).
-
-    A snapshot is written before its step's `last.pt`, so a run killed between the two leaves a
-    snapshot that the resumed run trains to again and rewrites; removing it first keeps even a
-    resumed run whose schedule was planned anew (no `last.pt` yet) from averaging a stray one."""
-    stray = [path for path in run_dir.snapshot_paths() if snapshot_step(path) > step]
-    for path in stray:
-        path.unlink()
-        logger.info("removed %s: it is newer than %s (step %d)", path, run_dir.last, step)
-    return stray

@@ -4,7 +4,9 @@
 the planner and the `Trainer` share what it read. The file is `last.pt`, which continues the run
 exactly; where it is gone and `training.resume_from=snapshot` says so, the newest snapshot, which
 holds all of `last.pt` but the optimizer. A run directory that holds a run's files (snapshots,
-`best.pt`, `averaged.pt`) but neither is refused rather than trained over from step 0.
+`best.pt`, `averaged.pt`) but neither is refused rather than trained over from step 0. Snapshots
+newer than the step a run continues from are discarded before it trains
+(`discard_snapshots_after`).
 """
 
 from __future__ import annotations
@@ -196,3 +198,16 @@ def continued_precision(
         return None  # a GPU run continued on a CPU: fp16 is not an option here
     logger.info("precision auto: continuing in %s, the precision %s started with", saved, run_dir)
     return select_precision(saved, current.device)
+
+
+def discard_snapshots_after(run_dir: RunDir, step: int) -> list[Path]:
+    """Delete the snapshots of steps after `step`, the step `last.pt` holds (0: none).
+
+    A snapshot is written before its step's `last.pt`, so a run killed between the two leaves a
+    snapshot that the resumed run trains to again and rewrites; removing it first keeps even a
+    resumed run whose schedule was planned anew (no `last.pt` yet) from averaging a stray one."""
+    stray = [path for path in run_dir.snapshot_paths() if snapshot_step(path) > step]
+    for path in stray:
+        path.unlink()
+        logger.info("removed %s: it is newer than %s (step %d)", path, run_dir.last, step)
+    return stray

@@ -4,7 +4,7 @@ step time, which a time budget plans again from, is `budget.timing.RunTiming`).
 A step's loss, gradient norm and skip flag stay on the device: reading one on the host would make
 the host wait for the device's queued work every step. The window keeps them as they are and
 reads all of them in one transfer when it is settled, at a log step (or before a validation or a
-save, which wait for the device anyway).
+save, which wait for the device anyway). `RunLogger` writes what is logged to TensorBoard.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+import numpy as np
 import torch
 
 from llm_from_scratch.data.batch import Batch
@@ -135,3 +138,37 @@ def guard(settled: list[SettledStep], progress: Progress, max_nonfinite: int) ->
                 f"{stats.step}: lower training.lr, raise training.warmup_steps, or use "
                 "training.precision=fp32"
             )
+
+
+class RunLogger:
+    """TensorBoard's log of the run, from the main process; every other process gets a silent
+    one (`log_dir` None)."""
+
+    def __init__(self, log_dir: Path | None) -> None:
+        self.writer = None
+        if log_dir is not None:
+            from torch.utils.tensorboard import SummaryWriter  # slow import; main process only
+
+            self.writer = SummaryWriter(str(log_dir))
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        if self.writer is not None:
+            for tag, value in values.items():
+                self.writer.add_scalar(tag, value, step)
+
+    def text(self, tag: str, markdown: str, step: int) -> None:
+        if self.writer is not None:
+            self.writer.add_text(tag, markdown, step)
+
+    def image(self, tag: str, image: np.ndarray, step: int) -> None:
+        """An (height, width, 3) uint8 image, e.g. a rendered figure."""
+        if self.writer is not None:
+            self.writer.add_image(tag, image, step, dataformats="HWC")
+
+    def hparams(self, hparams: dict[str, Any], metrics: dict[str, float]) -> None:
+        if self.writer is not None:
+            self.writer.add_hparams(hparams, metrics, run_name="hparams")
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

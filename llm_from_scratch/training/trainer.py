@@ -33,8 +33,6 @@ from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.training.budget.recipe import Plan, recipe_plan
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed, training_precision
-from llm_from_scratch.training.lock import discard_snapshots_after
-from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import ModelLoss, forward_module
 from llm_from_scratch.training.optim import (
     build_optimizer,
@@ -49,6 +47,7 @@ from llm_from_scratch.training.resume import (
     SavedRun,
     check_stopping_settings,
     continued_precision,
+    discard_snapshots_after,
     restore_optimizer,
 )
 from llm_from_scratch.training.state import (
@@ -59,7 +58,7 @@ from llm_from_scratch.training.state import (
     rng_state,
     set_rng_state,
 )
-from llm_from_scratch.training.stats import LogWindow, StepBatches, StepStats, guard
+from llm_from_scratch.training.stats import LogWindow, RunLogger, StepBatches, StepStats, guard
 from llm_from_scratch.training.stop import Stopped, StopRequest
 from llm_from_scratch.training.validation import Validator, corpus_metric
 

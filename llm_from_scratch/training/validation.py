@@ -29,8 +29,8 @@ from llm_from_scratch.training.attention_figure import (
     render,
 )
 from llm_from_scratch.training.config import TrainConfig
-from llm_from_scratch.training.logging import RunLogger
 from llm_from_scratch.training.loss import summed_cross_entropy
+from llm_from_scratch.training.stats import RunLogger
 
 EXAMPLES_SHOWN = 5  # dev sentences whose translations are logged at every evaluation
 ATTENTION_SENTENCES = 3  # dev sentences whose cross-attention is drawn at every evaluation

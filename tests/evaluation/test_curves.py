@@ -6,7 +6,7 @@ import pytest
 
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.evaluation.curves import plot_curves, read_scalars
-from llm_from_scratch.training.logging import RunLogger
+from llm_from_scratch.training.stats import RunLogger
 
 
 def log_run(run_dir, points: dict[str, list[tuple[int, float]]]) -> None:

@@ -12,7 +12,7 @@ import torch
 from llm_from_scratch.training import attention_figure as attention_figure_module
 from llm_from_scratch.training import validation as validation_module
 from llm_from_scratch.training.attention_figure import attention_figure, piece_label, render
-from llm_from_scratch.training.logging import RunLogger
+from llm_from_scratch.training.stats import RunLogger
 from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import ATTENTION_SENTENCES, Validator
 

@@ -4,7 +4,6 @@ tensor is on the host, so the test counts the calls that would be reads."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -12,6 +11,7 @@ import pytest
 import torch
 
 from llm_from_scratch.data.batch import Batch
+from llm_from_scratch.training.stats import RunLogger
 from llm_from_scratch.training.trainer import Trainer
 
 from .test_trainer import fp32
@@ -20,43 +20,31 @@ from .test_trainer import fp32
 READS = ("item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__", "__index__")
 # The token counts of a batch as the loader made it, on the host (pinned, on CUDA), before its
 # copy to the device: reading them waits for nothing.
-HOST_BATCH_COUNTS = {Batch.src_tokens.fget.__code__, Batch.tgt_tokens.fget.__code__}
+HOST_BATCH_COUNTS = ("src_tokens", "tgt_tokens")
 
 
-def _reads_a_host_batch() -> bool:
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code in HOST_BATCH_COUNTS:
-            return True
-        frame = frame.f_back
-    return False
-
-
-class ReadCounter:
-    """Counts the reads of each log step, and those between the first log step and the last."""
+class ReadCounter(RunLogger):
+    """The run's log, counting the reads from each log step's training scalars to the next's:
+    the updates between them and the next log step, which reads the window's values."""
 
     def __init__(self) -> None:
-        self.in_log_step = False
-        self.counting = False  # between the first log step and the last
-        self.between: list[str] = []  # the methods read
-        self.per_log_step: list[int] = []
+        super().__init__(None)
+        self.host_batch = 0  # > 0 while a batch's host token counts are read
+        self.log_steps = 0
+        self.per_log_step: list[int] = []  # the reads up to each log step after the first
+        self.read: list[str] = []  # the methods read since the last log step
 
     def record(self, name: str) -> None:
-        if _reads_a_host_batch():
+        if not self.host_batch and 0 < self.log_steps < LAST_LOG_STEP:
+            self.read.append(name)
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        if "train/loss" not in values:  # a validation's
             return
-        if self.in_log_step:
-            self.per_log_step[-1] += 1
-        elif self.counting:
-            self.between.append(name)
-
-    def log_step_starts(self) -> None:
-        self.in_log_step = True
-        self.per_log_step.append(0)
-
-    def log_step_ends(self) -> None:
-        self.in_log_step = False
-        # After the last, the run stops: its validation and save read what they show and save.
-        self.counting = len(self.per_log_step) < LAST_LOG_STEP
+        if self.log_steps:
+            self.per_log_step.append(len(self.read))
+        self.log_steps += 1
+        self.read = []
 
 
 @contextmanager
@@ -70,16 +58,17 @@ def counting_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReadCounter]:
             return _original(self, *args, **kwargs)
 
         monkeypatch.setattr(torch.Tensor, name, read)
-    log_step = Trainer._log_step
+    for name in HOST_BATCH_COUNTS:
+        count = getattr(Batch, name).fget
 
-    def counted_log_step(trainer, *args):
-        counter.log_step_starts()
-        try:
-            return log_step(trainer, *args)
-        finally:
-            counter.log_step_ends()
+        def host_count(batch: Batch, _count=count) -> int:
+            counter.host_batch += 1
+            try:
+                return _count(batch)
+            finally:
+                counter.host_batch -= 1
 
-    monkeypatch.setattr(Trainer, "_log_step", counted_log_step)
+        monkeypatch.setattr(Batch, name, property(host_count))
     yield counter
     monkeypatch.undo()
 
@@ -95,6 +84,6 @@ def test_no_update_between_log_steps_reads_a_tensor_on_the_host(copy_task, tmp_p
     )
     trainer = Trainer(cfg, data)
     with counting_reads(monkeypatch) as counter:
-        trainer.fit()
-    assert counter.per_log_step == [1] * LAST_LOG_STEP  # the window's values, in one transfer
-    assert counter.between == []
+        trainer.fit(counter)
+    # each log step reads its window's values in one transfer, and nothing else reads
+    assert counter.per_log_step == [1] * (LAST_LOG_STEP - 1)

@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from llm_from_scratch.checkpoint import load_checkpoint
 from llm_from_scratch.programs.train import train
+from llm_from_scratch.training.config import ShortRunConfig
 from llm_from_scratch.training.trainer import Trainer
+from tests.training.test_budget import StepClock, budgeted
 from tests.training.test_trainer import Crash, crashing_after_step, fp32
 
 
@@ -50,3 +53,21 @@ def test_a_run_prepares_its_data_once_per_start(copy_task, tmp_path, monkeypatch
         train(config)  # resumed from last.pt, to the end
     assert caplog.text.count("tokenized splits ready") == 2
     assert caplog.text.count("resumed ") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 88: the plan is made on data tokenized for the default recipe, so a switch to "
+    "the short recipe's own tokenizers prepares the data again",
+)
+def test_a_budget_that_switches_to_the_short_recipes_tokenizers_prepares_its_data_once(
+    copy_task, tmp_path, monkeypatch, caplog
+):
+    """The recipe, tokenizers included, is decided before the data stage, which then runs once."""
+    short = ShortRunConfig(max_steps=60, lr=3e-3, warmup=0.2, save_every=0.25, vocab_size=300)
+    config = budgeted(copy_task[0], tmp_path, max_time="60", short_run=short, threads=1)
+    with caplog.at_level("INFO"):
+        train(config, keep_tokenizers=False, clock=StepClock(monkeypatch))
+    assert load_checkpoint(tmp_path / "last.pt")["config"]["tokenizer"]["vocab_size"] == 300
+    assert caplog.text.count("tokenized splits ready") == 1

@@ -20,8 +20,8 @@ from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.train import translate_command
 from llm_from_scratch.training import trainer as trainer_module
 from llm_from_scratch.training.distributed import Distributed
-from llm_from_scratch.training.lock import RunDirError, claim, discard_snapshots_after
-from llm_from_scratch.training.resume import FinishedRunError
+from llm_from_scratch.training.lock import RunDirError, claim
+from llm_from_scratch.training.resume import FinishedRunError, discard_snapshots_after
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 from tests.training.test_trainer import Crash, Run, finished_run_of, fp32
 

@@ -12,7 +12,7 @@ from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.evaluation.curves import read_scalars
 from llm_from_scratch.evaluation.metrics import corpus_scores
 from llm_from_scratch.training import validation as validation_module
-from llm_from_scratch.training.logging import RunLogger
+from llm_from_scratch.training.stats import RunLogger
 from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import Validator
 from tests.decoding.builders import answering
