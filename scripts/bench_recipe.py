@@ -89,7 +89,7 @@ def main() -> None:
             for _ in range(args.steps):
                 group = next(batches)
                 trainer.update(group)
-                tokens[index] += sum(batch.tgt_tokens for batch in group)
+                tokens[index] += sum(batch.tgt_tokens for batch in group.batches)
             times[index].append((time.perf_counter() - start) / args.steps)
     reference = statistics.median(times[0])
     details = sys.stderr if args.table_rows else sys.stdout
