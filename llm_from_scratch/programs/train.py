@@ -66,37 +66,53 @@ def train(
     keep_tokenizers: bool = False,
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float]:
-    """The run, top to bottom; its final dev metrics (none: it had finished). `launch`: Hydra's
-    config, for `.hydra/`; `keep_model`, `keep_tokenizers`: the command chose them (`model=...`,
-    `tokenizer=...`), which the short recipe then keeps; `clock`: what a time budget reads."""
+    """The run, top to bottom (`run`); its final dev metrics (none: it had finished). `launch`:
+    Hydra's config, for `.hydra/`; `keep_model`, `keep_tokenizers`: the command chose them
+    (`model=...`, `tokenizer=...`), which the short recipe then keeps; `clock`: what a time
+    budget reads."""
     started_at = clock()  # a time budget counts data and tokenizer preparation too
     dist = distributed_with_logging(config)
     try:
-        # Decide: the parent, what last.pt says (read once), whether anything is left to train.
-        check_directory(config.run_dir.root, "paths.run_dir")
-        config, parent = with_parent(config, command_overrides())
-        keep_model, keep_tokenizers = keep_model or bool(parent), keep_tokenizers or bool(parent)
-        saved = read_saved_run(config.run_dir, config.training)
-        config = recipe_config(config, keep_tokenizers, saved)
-        finished = finished_run(config.run_dir, config, saved, keep_model)  # nothing written yet
-        if finished is not None:
-            return told_finished(finished, config, dist)
-        with claim(config.run_dir, dist):
-            record_launch(launch, config.run_dir, dist)
-            # Prepare the tokenizers and the data, then plan the run on them.
-            data = prepare(config, dist, parent)
-            clock = budget_clock(config, clock, started_at, dist)
-            config, data, plan = plan_run(
-                config, data, dist, clock, started_at, keep_model, keep_tokenizers, saved
-            )
-            # Train, then hand over the final model.
-            trainer = Trainer(config, data, plan, dist, saved, parent)
-            with closing(trainer.run_logger()) as log:
-                metrics = trainer.fit(log)
-                log_summary(finish(trainer, metrics, log), config, started_at)
-            return metrics
+        return run(config, dist, launch, keep_model, keep_tokenizers, clock, started_at)
     finally:
+        # Once the run's frame is gone: a DDP model that outlives its process group can hang
+        # its rank at exit, waiting on peers that have left.
         shutdown_distributed()
+
+
+def run(
+    config: TrainConfig,
+    dist: Distributed,
+    launch: DictConfig | None,
+    keep_model: bool,
+    keep_tokenizers: bool,
+    clock: Callable[[], float],
+    started_at: float,
+) -> dict[str, float]:
+    """Decide, prepare, plan, train, finish (see `train`)."""
+    # Decide: the parent, what last.pt says (read once), whether anything is left to train.
+    check_directory(config.run_dir.root, "paths.run_dir")
+    config, parent = with_parent(config, command_overrides())
+    keep_model, keep_tokenizers = keep_model or bool(parent), keep_tokenizers or bool(parent)
+    saved = read_saved_run(config.run_dir, config.training)
+    config = recipe_config(config, keep_tokenizers, saved)
+    finished = finished_run(config.run_dir, config, saved, keep_model)  # nothing written yet
+    if finished is not None:
+        return told_finished(finished, config, dist)
+    with claim(config.run_dir, dist):
+        record_launch(launch, config.run_dir, dist)
+        # Prepare the tokenizers and the data, then plan the run on them.
+        data = prepare(config, dist, parent)
+        clock = budget_clock(config, clock, started_at, dist)
+        config, data, plan = plan_run(
+            config, data, dist, clock, started_at, keep_model, keep_tokenizers, saved
+        )
+        # Train, then hand over the final model.
+        trainer = Trainer(config, data, plan, dist, saved, parent)
+        with closing(trainer.run_logger()) as log:
+            metrics = trainer.fit(log)
+            log_summary(finish(trainer, metrics, log), config, started_at)
+        return metrics
 
 
 def distributed_with_logging(config: TrainConfig) -> Distributed:
