@@ -84,17 +84,27 @@ def check_writable(directory: str | Path, what: str, instead: str = "") -> None:
     where it does not exist yet. Checked by writing a file of nobody's (unnamed, gone when
     closed), which tells what permission bits cannot (ACLs, read-only mounts, root). `instead`:
     how to write it elsewhere, for the message (`give another --output`)."""
-    directory = Path(directory)
-    existing = next(path for path in (directory, *directory.parents) if path.exists())
+    existing, error = new_file_refused(Path(directory))
     if not existing.is_dir():
         raise UnwritableError(f"cannot write {what}: {existing} is a file, not a directory")
-    try:
-        tempfile.TemporaryFile(dir=existing).close()
-    except OSError as error:
+    if error is not None:
         raise UnwritableError(
             f"cannot write {what}: {existing} is not writable ({error.strerror}); make it "
             f"writable, or {instead or 'choose another directory'}"
-        ) from None
+        )
+
+
+def new_file_refused(directory: Path) -> tuple[Path, OSError | None]:
+    """The nearest existing folder of `directory` (itself, or the parent it would be created
+    in), and why a new file cannot be written there (None: it can). Tried with a file of
+    nobody's (unnamed, gone when closed), which tells what permission bits cannot (ACLs,
+    read-only mounts, root)."""
+    existing = next(path for path in (directory, *directory.parents) if path.exists())
+    try:
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as error:
+        return existing, error
+    return existing, None
 
 
 @contextmanager

@@ -16,13 +16,12 @@ import json
 import logging
 import os
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from llm_from_scratch.atomic import temporary_files
+from llm_from_scratch.atomic import new_file_refused, temporary_files
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.distributed import Distributed
@@ -86,11 +85,9 @@ def _locked(run_dir: RunDir) -> Iterator[None]:
 def check_writable(run_dir: RunDir) -> None:
     """Refuse, with `RunDirError`, a run directory that cannot be written, or created where it
     does not exist yet, before any work (a file of nobody's: unnamed, gone when closed)."""
-    existing = next(path for path in (run_dir.root, *run_dir.root.parents) if path.exists())
-    try:
-        tempfile.TemporaryFile(dir=existing).close()
-    except OSError as error:
-        raise unwritable(run_dir, existing, error) from None
+    existing, error = new_file_refused(run_dir.root)
+    if error is not None:
+        raise unwritable(run_dir, existing, error)
 
 
 def unwritable(run_dir: RunDir, path: Path, error: OSError) -> RunDirError:
