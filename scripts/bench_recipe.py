@@ -33,7 +33,7 @@ try:
     from llm_from_scratch.device import set_threads
     from llm_from_scratch.programs.common import compose_config
     from llm_from_scratch.programs.train import TrainConfig, prepare_data
-    from llm_from_scratch.training.budget.recipe import recipe_config, recipe_plan
+    from llm_from_scratch.training.budget.recipe import recipe_plan
     from llm_from_scratch.training.budget.schedule import PROBE_WARMUP, Schedule
     from llm_from_scratch.training.trainer import Trainer
 except ModuleNotFoundError as missing:  # a Python outside the project's .venv
@@ -43,6 +43,11 @@ except ModuleNotFoundError as missing:  # a Python outside the project's .venv
 
 
 DEFAULT_RECIPES = ["experiment=short", "experiment=short training.short_run.batch_tokens=4096"]
+
+
+def with_recipe_tokenizers(config: TrainConfig) -> TrainConfig:
+    """`config` with the tokenizers its recipe trains (a short recipe may have its own)."""
+    return replace(config, tokenizer=recipe_plan(config).tokenizer)
 
 
 def prepared(config: TrainConfig) -> tuple[object, ...]:
@@ -73,7 +78,9 @@ def main() -> None:
     args = parser.parse_args()
     set_threads(args.threads)
     configs = [
-        recipe_config(compose_config("train", [*shlex.split(text), "name=bench"], TrainConfig))
+        with_recipe_tokenizers(
+            compose_config("train", [*shlex.split(text), "name=bench"], TrainConfig)
+        )
         for text in args.recipes
     ]
     if any(prepared(config) != prepared(configs[0]) for config in configs):

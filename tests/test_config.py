@@ -77,25 +77,25 @@ def test_short_experiment_trains_the_short_recipe_for_its_steps(train_config):
 def test_the_slow_cpu_recipe_is_the_one_searched_on_dev(train_config, tmp_path):
     """The short recipe that won the search at a slow CPU's 30-minute compute (docs/results.md,
     The short recipe for slow CPUs): `make train` there trains exactly this."""
-    from llm_from_scratch.training.budget.recipe import recipe_config, recipe_plan
+    from llm_from_scratch.training.budget.recipe import recipe_plan
     from llm_from_scratch.training.budget.schedule import Schedule
 
     fresh = f"paths.run_dir={tmp_path / 'run'}"  # no run to resume
     steps = ("training.max_steps=5169", "training.short_run.max_steps=5169")
-    config = recipe_config(train_config("experiment=short", *steps, fresh))
+    config = train_config("experiment=short", *steps, fresh)
     plan = recipe_plan(config, Schedule.of(config.training))
     assert plan.schedule.short and plan.schedule.steps == 5169
     assert (plan.model.n_encoder_layers, plan.model.n_decoder_layers) == (2, 2)
     assert (plan.model.d_model, plan.model.d_ff, plan.model.dropout) == (128, 512, 0.0)
     assert (plan.lr, plan.batch_tokens, config.training.label_smoothing) == (2.5e-3, 2048, 0.1)
-    assert (config.tokenizer.vocab_size, config.tokenizer.shared) == (4000, False)
+    assert (plan.tokenizer.vocab_size, plan.tokenizer.shared) == (4000, False)
     assert (plan.schedule.warmup_steps, plan.schedule.save_every) == (739, 310)
     # the crossover measured at a slow CPU's two hours: 3,468 default steps lost to this recipe
     assert config.training.short_run.min_default_steps == 3600
     # a corpus whose Japanese a 4k vocabulary cannot hold keeps its 8k
     steps = ("training.max_time=null", "training.max_steps=2263")
     kftt = train_config("experiment=kftt", *steps, fresh)
-    assert recipe_config(kftt).tokenizer.vocab_size == 8000
+    assert recipe_plan(kftt).tokenizer.vocab_size == 8000
 
 
 def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(train_config):
@@ -366,11 +366,22 @@ def test_the_finetune_recipe_starts_from_the_default_run_and_selects_on_the_doma
     assert [member.weight for member in without.data.mixture.values()] == [2.0, 0.0, 0.0]
 
 
-def test_the_general_parent_holds_every_corpus_but_the_dialogues_on_cpu_and_gpu(train_config):
+def test_the_general_parent_holds_every_corpus_of_the_mirror_on_cpu_and_gpu(train_config):
     general, gpu = train_config("experiment=general"), train_config("experiment=general_gpu")
-    assert list(general.data.mixture) == ["small_parallel_enja", "tanaka_graded", "kyoto_wiki"]
+    assert set(general.data.mixture) == {
+        "small_parallel_enja",
+        "tanaka_graded",
+        "kyoto_wiki",
+        "coursera_lectures",
+        "tech_docs",
+        "ami_meeting",
+        "bsd_dialogue",
+        "wmt_news",
+    }
+    scored_only = [name for name, member in general.data.mixture.items() if not member.weight]
+    assert scored_only == ["wmt_news"]  # its dev and test: validated and scored on, never trained
     assert general.training.budget_seconds == 2 * 3600
-    assert general.tokenizer == train_config().tokenizer  # 8k each side, trained on all three
+    assert general.tokenizer == train_config().tokenizer  # 8k each side, trained on the mixture
     assert (
         general.data.cleaning.max_tokens == train_config("data=kyoto_wiki").data.cleaning.max_tokens
     )

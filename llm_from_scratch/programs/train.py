@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import datasets
@@ -35,7 +35,6 @@ from llm_from_scratch.programs.common import compose_config, register_schema
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.budget.planner import BudgetPlanner
-from llm_from_scratch.training.budget.recipe import Plan, recipe_config, recipe_tokenizers
 from llm_from_scratch.training.budget.schedule import slower_clock
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (
@@ -48,7 +47,7 @@ from llm_from_scratch.training.finished import FinishedRun, finished_run
 from llm_from_scratch.training.lock import check_writable, claim
 from llm_from_scratch.training.parent import Parent, adopt_parent, read_parent
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
-from llm_from_scratch.training.resume import SavedRun, read_saved_run
+from llm_from_scratch.training.resume import read_saved_run
 from llm_from_scratch.training.stop import Stopped, closed_output_dropped
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers, tokenizer_paths
 from llm_from_scratch.training.trainer import Trainer
@@ -89,24 +88,26 @@ def run(
     clock: Callable[[], float],
     started_at: float,
 ) -> dict[str, float]:
-    """Decide, prepare, plan, train, finish (see `train`)."""
-    # Decide: the parent, what last.pt says (read once), whether anything is left to train.
+    """Decide, prepare, train, finish (see `train`)."""
+    # Decide: the parent, what last.pt says (read once), whether anything is left to train,
+    # then the plan, tokenizers included, before any tokenizer is trained.
     check_directory(config.run_dir.root, "paths.run_dir")
     config, parent = with_parent(config, command_overrides())
     keep_model, keep_tokenizers = keep_model or bool(parent), keep_tokenizers or bool(parent)
     saved = read_saved_run(config.run_dir, config.training)
-    config = recipe_config(config, keep_tokenizers, saved)
-    finished = finished_run(config.run_dir, config, saved, keep_model)  # nothing written yet
-    if finished is not None:
+    finished = finished_run(config.run_dir, config, saved, keep_model, keep_tokenizers)
+    if finished is not None:  # nothing written yet
         return told_finished(finished, config, dist)
     with claim(config.run_dir, dist):
         record_launch(launch, config.run_dir, dist)
-        # Prepare the tokenizers and the data, then plan the run on them.
-        data = prepare(config, dist, parent)
+        datasets.disable_progress_bars()  # the log says what reading and tokenizing did
+        use_threads(config, dist)
         clock = budget_clock(config, clock, started_at, dist)
-        config, data, plan = plan_run(
-            config, data, dist, clock, started_at, keep_model, keep_tokenizers, saved
-        )
+        planner = BudgetPlanner(config, dist, clock, started_at, keep_model, keep_tokenizers)
+        plan = planner.plan(saved)
+        config = replace(config, tokenizer=plan.tokenizer)
+        # Prepare the tokenizers and the data, once.
+        data = prepare(config, dist, parent)
         # Train, then hand over the final model.
         trainer = Trainer(config, data, plan, dist, saved, parent)
         with closing(trainer.run_logger()) as log:
@@ -153,12 +154,15 @@ def with_parent(
     return adopt_parent(config, parent, chosen), parent
 
 
-def prepare(config: TrainConfig, dist: Distributed, parent: Parent | None) -> DataModule:
-    """The run's threads, then its data stage (`prepare_data`) on the main process first."""
+def use_threads(config: TrainConfig, dist: Distributed) -> None:
+    """The run's CPU threads (`training.threads`), with a warning where others compete."""
     warning = contention(set_threads(config.training.threads))
     if warning is not None and dist.is_main:
         logger.warning("%s", warning)
-    datasets.disable_progress_bars()  # the log says what the data stage did
+
+
+def prepare(config: TrainConfig, dist: Distributed, parent: Parent | None) -> DataModule:
+    """The data stage (`prepare_data`), on the main process first."""
     if parent is not None and dist.is_main:
         logger.info("fine-tuning %s: its model shape and tokenizers", parent)
     if not dist.is_main:
@@ -183,41 +187,6 @@ def budget_clock(
             slowdown,
         )
     return slower_clock(slowdown, started_at, clock)
-
-
-def plan_run(
-    config: TrainConfig,
-    data: DataModule,
-    dist: Distributed | None = None,
-    clock: Callable[[], float] = time.perf_counter,
-    started_at: float | None = None,
-    keep_model: bool = False,
-    keep_tokenizers: bool = True,
-    saved: SavedRun | None = None,
-) -> tuple[TrainConfig, DataModule, Plan]:
-    """The run's config, data and plan (`budget/planner.py`): a resumed run's stored plan, a
-    step budget's, or what a time budget fits (and its re-plan and deadline, `plan.budget`).
-    Where a time budget picks the short recipe and its own tokenizers (`recipe_tokenizers`;
-    `keep_tokenizers`: the command or a parent chose them), the data is prepared again for
-    those and the short recipe planned again."""
-    dist = dist or Distributed()
-    planner = BudgetPlanner(config, data, dist, clock, started_at, keep_model)
-    plan = planner.plan(saved.progress if saved is not None else None, announce=False)
-    own = recipe_tokenizers(config, plan.schedule.short, keep=keep_tokenizers)
-    # the first plan, given up for the short recipe's own tokenizers, is never logged
-    if plan.budgeted and saved is None and own.tokenizer != config.tokenizer:
-        if dist.is_main:
-            logger.info(
-                "the short recipe trains its own tokenizers (training.short_run.vocab_size=%d): "
-                "preparing the data for them, then planning again",
-                own.tokenizer.vocab_size,
-            )
-        config, data = own, prepare_data(own)
-        planner = BudgetPlanner(config, data, dist, clock, planner.started_at, keep_model, True)
-        plan = planner.plan()
-    else:
-        planner.announce()
-    return config, data, plan
 
 
 def record_launch(cfg: DictConfig | None, run_dir: RunDir, dist: Distributed) -> None:

@@ -1,11 +1,13 @@
 """The training stage: plan, train, hand over the final model. The run, in order, is
-`programs/train.py` `train` (decide, prepare, plan, train, finish); the loop is `trainer.py`.
+`programs/train.py` `run` (decide and plan, prepare once, train, finish); the loop is
+`trainer.py`.
 
-budget/         the plan and the time budget: Schedule and its costs, Plan and the recipe's
-                tokenizers (recipe.py), BudgetPlanner (the probe), Budget (timing.py: what a
-                budget asks of the loop: nothing for a step budget; a time budget's re-plan
-                and deadline)
+budget/         the plan and the time budget: Schedule and its costs, Plan (recipe.py: the
+                model, tokenizers and settings), BudgetPlanner, the probe (probe.py: timed on a
+                stand-in of the corpus), Budget (timing.py: what a budget asks of the loop:
+                nothing for a step budget; a time budget's re-plan and deadline)
 trainer.py      Trainer: one model, one schedule: the loop, checkpoints, snapshots
+learner.py      Learner: the model, optimizer, schedule and loss scaling; the update (a step)
 resume.py       the one read of the file a run continues from (SavedRun), and what a resumed
                 Trainer restores: last.pt (exact), or a snapshot on request; the snapshots
                 newer than it, discarded

@@ -66,17 +66,23 @@ def finished_run(
     config: TrainConfig,
     saved: SavedRun | None,
     keep_model: bool = False,
+    keep_tokenizers: bool = False,
 ) -> FinishedRun | None:
     """The run in `run_dir` when it has finished (None: it has steps left, or none yet).
     `saved`: what the run continues from, as `resume.read_saved_run` read it;
-    `keep_model`: the command chose its model (see `recipe.recipe_plan`).
+    `keep_model`, `keep_tokenizers`: the command chose them (see `recipe.recipe_plan`).
 
     Raises `FinishedRunError` when `config` describes another run (another model, tokenizer or
     corpus) or would continue this one."""
     if saved is None or not saved.finished:
         return None
-    trained = recipe_plan(config, saved.progress.schedule(config.training), keep_model).model
-    current = {**to_data(config), "model": to_data(trained)}
+    schedule = saved.progress.schedule(config.training)
+    trained = recipe_plan(config, schedule, keep_model, keep_tokenizers, saved)
+    current = {
+        **to_data(config),
+        "model": to_data(trained.model),
+        "tokenizer": to_data(trained.tokenizer),
+    }
     differences = _run_differences(saved.state["config"], current)
     if differences:
         raise FinishedRunError(

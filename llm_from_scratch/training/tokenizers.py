@@ -21,6 +21,7 @@ from llm_from_scratch.atomic import build_lock
 from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.datamodule import drop_unset_corpus_keys
+from llm_from_scratch.data.mixture import weighted_train
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, NUMBER_MASKING, PLACEHOLDERS
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
@@ -42,8 +43,9 @@ def sample_train_texts(
 ) -> tuple[list[str], list[str]]:
     """What the tokenizers learn from: at most `tokenizer.max_sentences` sentences of each side
     of the train split (tokenizer/sampling.py), in corpus order; all of them when fewer. A
-    mixture's train split is its members' deduplicated pairs, each once, whatever the weights."""
-    train = load_split(data_cfg, "train", paths)
+    mixture's train split is its members' deduplicated pairs in the proportions its weights give
+    them, as the model sees them, so that a small corpus weighted up is not starved of pieces."""
+    train = weighted_train(data_cfg, load_split(data_cfg, "train", paths))
     return _sample(train, "src", tok_cfg), _sample(train, "tgt", tok_cfg)
 
 
@@ -81,10 +83,11 @@ def tokenizer_settings(data_cfg: DataConfig, tok_cfg: TokenizerConfig) -> dict:
     if data_cfg.number_placeholders:
         settings["number_masking"] = NUMBER_MASKING
     if data_cfg.mixture:
-        # The union of the members' pairs, whatever their weights: a change of weights keeps it.
-        settings["mixture"] = {
-            name: {key: value for key, value in asdict(member).items() if key != "weight"}
-            for name, member in data_cfg.mixture.items()
+        # The members' pairs in their weights' proportions: a change of weights retrains.
+        settings["mixture"] = {name: asdict(member) for name, member in data_cfg.mixture.items()}
+        settings["mixture_sampling"] = {
+            "temperature": data_cfg.temperature,
+            "seed": data_cfg.mixture_seed,
         }
     drop_unset_corpus_keys(settings)
     return settings

@@ -2,9 +2,8 @@
 plan `budget/planner.py` fixed (`programs/train.py` `train` runs the whole run in order).
 `_train` is the loop; what a time budget asks of it is behind one `budget.timing.Budget`.
 
-One optimizer step consumes `accumulation_steps` token-budget batches; their summed losses are
-divided by the target tokens of all of them (across DDP ranks too), so accumulation and more ranks
-give the update of one larger batch. Everything needed to continue exactly where a run stopped
+Its optimizer steps are its `Learner`'s (`learner.py`), which holds the model, the optimizer, the
+schedule and the loss scaling. Everything needed to continue exactly where a run stopped
 (weights, optimizer, scheduler, scaler, sampler position, RNG states) goes into `last.pt`; a
 snapshot holds all of it but the optimizer. SIGTERM and SIGINT stop the run cleanly (`stop.py`).
 """
@@ -12,10 +11,8 @@ snapshot holds all of it but the optimizer. SIGTERM and SIGINT stop the run clea
 from __future__ import annotations
 
 import logging
-import random
 import signal
 from collections.abc import Iterator
-from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +20,6 @@ from typing import Any
 import torch
 
 from llm_from_scratch.checkpoint import (
-    build_model,
     check_compatible,
     inference_state,
     load_weights,
@@ -33,15 +29,10 @@ from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.training.budget.recipe import Plan, recipe_plan
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed, training_precision
-from llm_from_scratch.training.loss import ModelLoss, forward_module
-from llm_from_scratch.training.optim import (
-    build_optimizer,
-    build_scheduler,
-    rescheduled,
-    step_unless_nonfinite,
-)
+from llm_from_scratch.training.learner import build_learner
+from llm_from_scratch.training.optim import rescheduled
 from llm_from_scratch.training.parent import Parent
-from llm_from_scratch.training.profiling import UPDATE_RANGE, StepProfiler, fetched
+from llm_from_scratch.training.profiling import StepProfiler, fetched
 from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
 from llm_from_scratch.training.resume import (
     SavedRun,
@@ -88,11 +79,18 @@ class Trainer:
         self.run_dir = config.run_dir
         self.lineage = parent.lineage if parent is not None else None
         training = config.training
-        self.precision = training_precision(training.device, training.precision, self.dist)
-        self.device = self.precision.device
-        self._build_model()
-        self.scheduler = build_scheduler(self.optimizer, training.schedule, self.schedule)
-        self.scaler = self.precision.grad_scaler()
+        precision = training_precision(training.device, training.precision, self.dist)
+        self.device = precision.device
+        vocab_sizes = (data.src_tok.vocab_size, data.tgt_tok.vocab_size)
+        self.learner = build_learner(
+            config,
+            self.plan,
+            vocab_sizes,
+            data.tgt_tok.pad_id,
+            precision,
+            self.dist,
+            self.batch_shapes,
+        )
         self.progress = Progress()
         if self.plan.budgeted:
             self.progress.record_plan(self.schedule, first=True)
@@ -103,26 +101,15 @@ class Trainer:
             if self.dist.is_main:
                 logger.info("starting from %s: its weights, a fresh optimizer and schedule", parent)
 
-    def _build_model(self) -> None:
-        """A freshly seeded model of the plan, and its optimizer at the plan's learning rate."""
-        training = self.config.training
-        torch.manual_seed(training.seed)
-        random.seed(training.seed)
-        self.model = build_model(
-            self.plan.model,
-            self.data.src_tok,
-            self.data.tgt_tok,
-            shared_vocab=self.config.tokenizer.shared,
-        ).to(self.device)
-        self.optimizer = build_optimizer(self.model, training, self.device)
-        for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"] = self.plan.lr
-        pad_id, smoothing = self.data.tgt_tok.pad_id, training.label_smoothing
-        self.model_loss = ModelLoss(self.model, self.precision, pad_id, smoothing)
-        compiles = training.compiles(self.device)
-        self.forward_model = forward_module(self.model_loss, self.dist, compiles, self.batch_shapes)
-        if self.dist.rank:  # each rank its own dropout masks
-            torch.manual_seed(dropout_seed(training.seed, self.dist.rank, self.dist.world_size, 0))
+    # What updates the model, the learner's: the model, its optimizer, schedule, loss scaling
+    # and precision.
+    model = property(lambda self: self.learner.model)
+    optimizer = property(lambda self: self.learner.optimizer)
+    scheduler = property(lambda self: self.learner.scheduler)
+    scaler = property(lambda self: self.learner.scaler)
+    precision = property(lambda self: self.learner.precision)
+    model_loss = property(lambda self: self.learner.model_loss)
+    forward_model = property(lambda self: self.learner.forward_model)
 
     def batch_shapes(self) -> int:
         """The distinct shapes of the first epoch's batches on this rank."""
@@ -142,40 +129,9 @@ class Trainer:
 
     # ---- one optimizer step -------------------------------------------------------------------
 
-    @torch.profiler.record_function(UPDATE_RANGE)
     def update(self, step: StepBatches) -> StepStats:
         """Forward/backward every micro-batch of `step`, then one (guarded) optimizer step."""
-        self.model.train()
-        micro_batches = step.batches
-        # DDP averages gradients over ranks; scaling by world_size / global tokens turns that
-        # average into the per-token mean of the whole global batch.
-        scale = self.dist.world_size / max(step.global_target_tokens, 1)
-        total_loss = torch.zeros((), device=self.device)
-        for index, batch in enumerate(micro_batches):
-            batch = batch.to(self.device, non_blocking=True)
-            last = index == len(micro_batches) - 1
-            no_sync = self.dist.enabled and not last
-            with self.forward_model.no_sync() if no_sync else nullcontext():
-                loss = self.forward_model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out)
-                self.scaler.scale(loss * scale).backward()
-            total_loss += loss.detach()
-        self.scaler.unscale_(self.optimizer)  # and records its own inf check, for `update`
-        clip_norm = self.config.training.clip_norm
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip_norm)
-        skipped = step_unless_nonfinite(self.optimizer, grad_norm)
-        self.scaler.update()  # fp16: backs the loss scale off after a skipped step
-        self.optimizer.zero_grad(set_to_none=True)
-        # Every update moves the schedule on, skipped ones too, as `Progress.step` counts them:
-        # the host never waits to learn whether the step was taken.
-        self.scheduler.step()
-        return StepStats(
-            loss_sum=total_loss,
-            grad_norm=grad_norm.detach(),
-            skipped=skipped,
-            target_tokens=sum(batch.tgt_tokens for batch in micro_batches),
-            padded_tokens=sum(b.src.numel() + b.tgt_in.numel() for b in micro_batches),
-            real_tokens=sum(b.src_tokens + b.tgt_tokens for b in micro_batches),
-        )
+        return self.learner.update(step)
 
     # ---- the loop -----------------------------------------------------------------------------
 
@@ -306,7 +262,7 @@ class Trainer:
     def _follow(self, schedule) -> None:
         """Train on under the time budget's re-planned `schedule` from the step reached."""
         kind = self.config.training.schedule
-        self.scheduler = rescheduled(self.optimizer, self.scheduler, kind, schedule)
+        self.learner.scheduler = rescheduled(self.optimizer, self.scheduler, kind, schedule)
         self.schedule = schedule
         self.progress.record_plan(schedule, first=False)
         self.plan = replace(self.plan, schedule=schedule)
@@ -431,7 +387,7 @@ class Trainer:
             training.precision, self.precision, saved.state.get("precision"), self.run_dir
         )
         if precision is not None:
-            self.precision, self.scaler = precision, precision.grad_scaler()
+            self.learner.precision, self.learner.scaler = precision, precision.grad_scaler()
             self.model_loss.precision = precision
         self.scaler.load_state_dict(saved.state["scaler"])
         set_rng_state(saved.state["rng"], self.device)

@@ -13,12 +13,8 @@ from llm_from_scratch.data.datamodule import build_data
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.budget import planner as planner_module
-from llm_from_scratch.training.budget.recipe import (
-    describe_recipe,
-    recipe_config,
-    recipe_plan,
-    recipe_tokenizers,
-)
+from llm_from_scratch.training.budget import probe as probe_module
+from llm_from_scratch.training.budget.recipe import describe_recipe, recipe_plan
 from llm_from_scratch.training.budget.schedule import (
     PROBE_WARMUP,
     SAFETY_MARGIN,
@@ -31,9 +27,11 @@ from llm_from_scratch.training.budget.schedule import (
     run_seconds,
     slower_clock,
 )
+from llm_from_scratch.training.budget.stand_in import stand_in_data
 from llm_from_scratch.training.budget.timing import RunTiming
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.finished import finished_run
+from llm_from_scratch.training.learner import Learner
 from llm_from_scratch.training.optim import lr_multiplier
 from llm_from_scratch.training.resume import FinishedRunError, read_saved_run
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
@@ -69,21 +67,30 @@ class FakeClock:
 
 
 class StepClock(FakeClock):
-    """Each update takes `probe_step` seconds in the budget probe (at step 0) and `run_step` in
-    the run; a reading takes `reading` seconds (a millisecond)."""
+    """Each update takes `probe_step` seconds in the budget probe and `run_step` in the run; a
+    reading takes `reading` seconds (a millisecond)."""
 
     def __init__(
         self, monkeypatch, probe_step: float = 1.0, run_step: float = 1.0, reading: float = 0.001
     ) -> None:
         super().__init__()
         self.reading = reading
-        update = Trainer.update
+        self.probing = False
+        update, probe = Learner.update, planner_module.probe_costs
 
-        def timed(trainer, micro_batches):
-            self.now += run_step if trainer.progress.step else probe_step
-            return update(trainer, micro_batches)
+        def timed(learner, micro_batches):
+            self.now += probe_step if self.probing else run_step
+            return update(learner, micro_batches)
 
-        monkeypatch.setattr(Trainer, "update", timed)
+        def probing(*args, **kwargs):
+            self.probing = True
+            try:
+                return probe(*args, **kwargs)
+            finally:
+                self.probing = False
+
+        monkeypatch.setattr(Learner, "update", timed)
+        monkeypatch.setattr(planner_module, "probe_costs", probing)
 
     def __call__(self) -> float:
         self.now += self.reading
@@ -307,15 +314,11 @@ def test_the_short_recipe_chooses_the_tokenizers_unless_the_command_did(copy_tas
     config, _, _ = copy_task
     short = ShortRunConfig(max_steps=60, vocab_size=300)
     step_budget = budgeted(config, tmp_path / "run", max_time=None, short_run=short)
-    assert recipe_tokenizers(step_budget, short=True).tokenizer.vocab_size == 300
-    assert recipe_tokenizers(step_budget, short=True, keep=True).tokenizer == config.tokenizer
-    assert recipe_tokenizers(step_budget, short=False).tokenizer == config.tokenizer
-    # a step budget is short by its config; a time budget learns its recipe from the probe
-    assert recipe_config(step_budget).tokenizer.vocab_size == 300
+    # a step budget is short by its step count
+    assert recipe_plan(step_budget).tokenizer.vocab_size == 300
+    assert recipe_plan(step_budget, keep_tokenizers=True).tokenizer == config.tokenizer
     long = budgeted(config, tmp_path / "run", max_time=None, max_steps=61, short_run=short)
-    assert recipe_config(long).tokenizer == config.tokenizer
-    timed = budgeted(config, tmp_path / "run", max_time="21", short_run=short)
-    assert recipe_config(timed).tokenizer == config.tokenizer
+    assert recipe_plan(long).tokenizer == config.tokenizer
 
 
 @pytest.mark.slow
@@ -332,10 +335,12 @@ def test_a_budget_that_picks_the_short_recipe_trains_with_its_tokenizers(
     trainer = Run(budget, data, clock=StepClock(monkeypatch), keep_tokenizers=False)
     with caplog.at_level("INFO"):
         trainer.fit()
-    assert "trains its own tokenizers (training.short_run.vocab_size=300)" in caplog.text
-    # one plan logged, the one trained: the first, for the other tokenizers, was given up
-    assert caplog.text.count("the same run without a budget") == 1
-    assert caplog.text.count("timed: an update") == 1
+    assert "vocabularies of 300 pieces" in caplog.text
+    # one plan, made once before the data stage (and made again at the warm-up's end)
+    assert caplog.text.count("timed on a stand-in of the corpus: an update") == 1
+    planned = caplog.text.count("the same run without a budget")
+    assert planned == 1 + caplog.text.count("planned again")
+    assert caplog.text.count("tokenized splits ready") == 1
     steps = trainer.schedule.steps
     assert trainer.schedule.short and 1 < steps < 60
     saved = load_checkpoint(tmp_path / "budget" / "last.pt")
@@ -345,7 +350,7 @@ def test_a_budget_that_picks_the_short_recipe_trains_with_its_tokenizers(
 
     # the step-budget run the log names is short by its step count: the same tokenizers
     plain_cfg = step_budget_config(config, tmp_path / "plain", caplog.text, short_run=short)
-    plain_cfg = recipe_config(plain_cfg)
+    plain_cfg = dataclasses.replace(plain_cfg, tokenizer=recipe_plan(plain_cfg).tokenizer)
     plain = Trainer(plain_cfg, prepared(plain_cfg))
     assert plain.schedule == trainer.schedule
     plain.fit()
@@ -545,16 +550,16 @@ class DriftingClock(StepClock):
     def __init__(self, monkeypatch, from_step: int, drift: float, validation: float) -> None:
         super().__init__(monkeypatch)
         update, run, rehearse, score_test = (
-            Trainer.update,
+            Learner.update,
             Validator.run,
             Validator.rehearse,
             Validator.score_test,
         )
 
-        def drifting(trainer, micro_batches):
-            if trainer.progress.step >= from_step:
+        def drifting(learner, micro_batches):  # the run's learner: its schedule counts its steps
+            if not self.probing and learner.scheduler.last_epoch >= from_step:
                 self.now += drift - 1.0
-            return update(trainer, micro_batches)
+            return update(learner, micro_batches)
 
         def timed(method, seconds):
             def wrapper(validator, *args, **kwargs):
@@ -563,7 +568,7 @@ class DriftingClock(StepClock):
 
             return wrapper
 
-        monkeypatch.setattr(Trainer, "update", drifting)
+        monkeypatch.setattr(Learner, "update", drifting)
         monkeypatch.setattr(Validator, "run", timed(run, lambda _: validation))
         monkeypatch.setattr(Validator, "rehearse", timed(rehearse, lambda _: validation))
         share = timed(score_test, lambda validator: validation * validator.test_share())
@@ -617,11 +622,14 @@ def test_the_probe_prices_the_test_decoding_in_validations(copy_task, tmp_path, 
         shares.append(args[5])
         return measure_costs(*args)
 
-    monkeypatch.setattr(planner_module, "measure_costs", spy)
+    monkeypatch.setattr(probe_module, "measure_costs", spy)
     settings = {"max_time": "1h", "max_steps": 2, "warmup_steps": 1, "dev_bleu_sentences": 8}
     Run(budgeted(config, tmp_path, **settings), data).fit()
-    dev_tokens = sum(data.splits["dev"]["tgt_len"][:8])  # the dev sentences a validation decodes
-    assert shares == [sum(data.splits["test"]["tgt_len"]) / dev_tokens]
+    # The stand-in's pieces, as many as the raw characters suggest: test's over those of the
+    # dev sentences a validation decodes.
+    stand_in = stand_in_data(config.data, config.paths)
+    dev_tokens = sum(stand_in.splits["dev"]["tgt_len"][:8])
+    assert shares == [sum(stand_in.splits["test"]["tgt_len"]) / dev_tokens]
 
 
 def layer_counts(model) -> tuple[int, int]:

@@ -56,11 +56,6 @@ def test_a_run_prepares_its_data_once_per_start(copy_task, tmp_path, monkeypatch
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 88: the plan is made on data tokenized for the default recipe, so a switch to "
-    "the short recipe's own tokenizers prepares the data again",
-)
 def test_a_budget_that_switches_to_the_short_recipes_tokenizers_prepares_its_data_once(
     copy_task, tmp_path, monkeypatch, caplog
 ):

@@ -15,7 +15,8 @@ import torch
 from llm_from_scratch import precision as precision_module
 from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
 from llm_from_scratch.paths import RunDir
-from llm_from_scratch.programs.train import TrainConfig, plan_run
+from llm_from_scratch.programs.train import TrainConfig, prepare_data
+from llm_from_scratch.training.budget.planner import BudgetPlanner
 from llm_from_scratch.training.final import finish
 from llm_from_scratch.training.finished import finished_run
 from llm_from_scratch.training.resume import read_saved_run
@@ -49,10 +50,11 @@ def finished_run_of(run_dir: RunDir, config: TrainConfig):
 
 
 class Run:
-    """A run as `make train` runs it once its data is prepared (`programs/train.train`: the
-    plan, training, the final model; a finished run trains nothing), started by `fit`; then its
-    trainer's attributes, and `final`. `keep_tokenizers=False`: a time budget that picks the
-    short recipe prepares the data for its own tokenizers."""
+    """A run as `make train` runs it (`programs/train.run`: the plan, the data stage, training,
+    the final model; a finished run trains nothing), on `data` where the plan keeps its
+    tokenizers, started by `fit`; then its trainer's attributes, and `final`.
+    `keep_tokenizers=False`: a plan of the short recipe trains its own tokenizers, and the data
+    stage tokenizes with them."""
 
     def __init__(self, config: TrainConfig, data, parent=None, **planning) -> None:
         self.arguments = (config, data, parent, {"keep_tokenizers": True, **planning})
@@ -60,7 +62,10 @@ class Run:
     def fit(self) -> dict[str, float]:
         config, data, parent, planning = self.arguments
         saved = read_saved_run(config.run_dir, config.training)
-        config, data, plan = plan_run(config, data, saved=saved, **planning)
+        plan = BudgetPlanner(config, **planning).plan(saved)
+        if plan.tokenizer != config.tokenizer:
+            config = dataclasses.replace(config, tokenizer=plan.tokenizer)
+            data = prepare_data(config)
         self.trainer = Trainer(config, data, plan, saved=saved, parent=parent)
         if self.trainer.progress.finished:
             return self.trainer.fit()  # which trains nothing and writes nothing

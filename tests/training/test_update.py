@@ -93,7 +93,7 @@ def test_fp16_loss_scaling_skips_the_non_finite_steps_and_backs_off(copy_task, t
     poisoned = {1, 4}
     initial_scale = 2.0**12
     trained = trainer_of(copy_task, tmp_path / "trainer", "fp32")
-    trained.scaler = torch.amp.GradScaler("cpu", init_scale=initial_scale)
+    trained.learner.scaler = torch.amp.GradScaler("cpu", init_scale=initial_scale)
     assert trainer_steps(trained, poisoned) == sorted(poisoned)
     assert trained.scaler.get_scale() == initial_scale / 2 ** len(poisoned)
     reference = trainer_of(copy_task, tmp_path / "reference", "fp32")

@@ -1,12 +1,13 @@
-"""What a run trains: a `Plan`, its schedule and the model and settings of the schedule's recipe.
+"""What a run trains: a `Plan`, its schedule and the model, tokenizers and settings of the
+schedule's recipe.
 
 A schedule of `training.short_run`'s recipe (a step budget of at most its `max_steps`, or a time
 budget's choice, see `planner.py`) trains that recipe's learning rate and batch size, and its
 layers, width and dropout in the run's model, unless the command chose the model (`model=...`):
 then the model is the one chosen, and the log says so. Its vocabulary size, where it sets one, is
-the run's tokenizers' (`recipe_tokenizers`) unless the command or a parent chose the tokenizers:
-the data stage tokenizes with them, so a time budget that picks the recipe prepares the data
-again.
+the run's tokenizers' unless the command or a parent chose the tokenizers; a resumed run keeps
+the tokenizers it trained. The plan is made before the data stage, which then tokenizes with the
+plan's tokenizers, once.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Plan:
-    """A run's schedule, the model, peak learning rate and batch size it trains, and what its
-    budget asks of the loop while it trains."""
+    """A run's schedule, the model, tokenizers, peak learning rate and batch size it trains, and
+    what its budget asks of the loop while it trains."""
 
     schedule: Schedule
     model: ModelConfig
+    tokenizer: TokenizerConfig
     lr: float
     batch_tokens: int
     budgeted: bool = False  # a time budget fixed the step count (stored in the checkpoints)
@@ -40,15 +42,22 @@ class Plan:
 
 
 def recipe_plan(
-    config: TrainConfig, schedule: Schedule | None = None, keep_model: bool = False
+    config: TrainConfig,
+    schedule: Schedule | None = None,
+    keep_model: bool = False,
+    keep_tokenizers: bool = False,
+    saved: SavedRun | None = None,
 ) -> Plan:
     """The plan of `schedule` (default: `config`'s step budget): the default recipe's settings,
-    or the short recipe's for a short schedule (`keep_model`: the command chose its model, which
-    the recipe then keeps)."""
+    or the short recipe's for a short schedule (`keep_model`, `keep_tokenizers`: the command or
+    a parent chose them, which the recipe then keeps). `saved`: the run's `last.pt`, whose
+    tokenizers a resumed run keeps."""
     schedule = schedule or Schedule.of(config.training)
+    tokenizer = _tokenizer(config, schedule.short, keep_tokenizers, saved)
     recipe = config.training.short_run if schedule.short else None
     if recipe is None:
-        return Plan(schedule, config.model, config.training.lr, config.data.loading.batch_tokens)
+        lr, batch_tokens = config.training.lr, config.data.loading.batch_tokens
+        return Plan(schedule, config.model, tokenizer, lr, batch_tokens)
     model = config.model
     if not keep_model:
         model = replace(
@@ -60,33 +69,23 @@ def recipe_plan(
             d_ff=recipe.d_ff or model.d_ff,
         )
     batch_tokens = recipe.batch_tokens or config.data.loading.batch_tokens
-    return Plan(schedule, model, recipe.lr, batch_tokens, model_kept=keep_model)
+    return Plan(schedule, model, tokenizer, recipe.lr, batch_tokens, model_kept=keep_model)
 
 
-def recipe_tokenizers(config: TrainConfig, short: bool, keep: bool = False) -> TrainConfig:
-    """`config` with the tokenizers a run of the short recipe (`short`) or the default trains:
+def _tokenizer(
+    config: TrainConfig, short: bool, keep: bool, saved: SavedRun | None
+) -> TokenizerConfig:
+    """The tokenizers a run of the short recipe (`short`) or the default trains:
     `training.short_run.vocab_size` for the short one, unless the command or a parent chose the
-    tokenizers (`keep`)."""
+    tokenizers (`keep`); a resumed run (`saved`) the config's where it did not train the
+    recipe's (it started before the recipe had its own)."""
     recipe = config.training.short_run
     if not short or keep or recipe is None or recipe.vocab_size is None:
-        return config
-    tokenizer: TokenizerConfig = replace(config.tokenizer, vocab_size=recipe.vocab_size)
-    return replace(config, tokenizer=tokenizer)
-
-
-def recipe_config(
-    config: TrainConfig, keep_tokenizers: bool = False, saved: SavedRun | None = None
-) -> TrainConfig:
-    """`config` with the tokenizers of the recipe it trains, where the data stage can know it:
-    a step-budget run's, or a resumed run's if it trained them (`keep_tokenizers`: the command
-    or a parent chose them). A new time-budget run learns its recipe from the planner's probe.
-    `saved`: what the run continues from, as `resume.read_saved_run` read it (None: a new
-    run)."""
-    if saved is None:
-        short = config.training.budget_seconds is None and Schedule.of(config.training).short
-        return recipe_tokenizers(config, short, keep_tokenizers)
-    own = recipe_tokenizers(config, saved.schedule.short, keep_tokenizers)
-    return own if saved.state["config"]["tokenizer"] == to_data(own.tokenizer) else config
+        return config.tokenizer
+    own = replace(config.tokenizer, vocab_size=recipe.vocab_size)
+    if saved is not None and saved.state["config"]["tokenizer"] != to_data(own):
+        return config.tokenizer
+    return own
 
 
 def describe_recipe(plan: Plan) -> str:
@@ -97,6 +96,7 @@ def describe_recipe(plan: Plan) -> str:
         f"the short recipe (training.short_run) for {schedule.steps:,} steps: "
         f"{model.n_encoder_layers} encoder and {model.n_decoder_layers} decoder layers of width "
         f"{model.d_model} (feed-forward {model.d_ff}){kept}, "
+        f"vocabularies of {plan.tokenizer.vocab_size:,} pieces, "
         f"dropout {model.dropout:g}, learning rate {plan.lr:g}, batches of {plan.batch_tokens} "
         f"tokens, warm-up {schedule.warmup_steps} steps, a snapshot every "
         f"{schedule.save_every} steps"

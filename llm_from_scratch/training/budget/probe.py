@@ -1,0 +1,119 @@
+"""The probe: what a plan's update, validation and save cost, timed before the run has a tokenizer.
+
+A fresh `Learner` of the plan (`learner.py`: the run's own update) takes `PROBE_WARMUP` and then
+`PROBE_STEPS` timed steps on the first batches of a stand-in of the corpus (stand_in.py):
+random ids in the corpus's lengths, for a vocabulary of the plan's size. A `Validator` of it
+rehearses a validation on the stand-in's dev split, and the learner's state is saved once as
+`last.pt` (and a snapshot) would be. The random states are put back as they were, so that the run
+trains as if the probe never happened. A group that an epoch's end leaves short of
+`accumulation_steps` batches is skipped: the probe times whole steps.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+
+import torch
+from torch.utils.data import DataLoader
+
+from llm_from_scratch.checkpoint import save_checkpoint
+from llm_from_scratch.data.datamodule import DataModule
+from llm_from_scratch.device import synchronize
+from llm_from_scratch.training.budget.recipe import Plan
+from llm_from_scratch.training.budget.schedule import Costs, measure_costs
+from llm_from_scratch.training.config import TrainConfig
+from llm_from_scratch.training.distributed import Distributed, training_precision
+from llm_from_scratch.training.learner import build_learner
+from llm_from_scratch.training.stats import StepBatches
+from llm_from_scratch.training.validation import Validator
+
+
+def probe_costs(
+    config: TrainConfig,
+    plan: Plan,
+    stand_in: DataModule,
+    dist: Distributed,
+    clock: Callable[[], float],
+) -> tuple[Costs, float]:
+    """The costs of `plan` timed on `stand_in` by `clock`, and its training tokens a second."""
+    training = config.training
+    precision = training_precision(training.device, training.precision, dist)
+    device = precision.device
+    python_state = random.getstate()
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices, device_type=device.type):
+        vocab_size = plan.tokenizer.vocab_size
+        learner = build_learner(
+            config,
+            plan,
+            (vocab_size, vocab_size),
+            stand_in.tgt_tok.pad_id,
+            precision,
+            dist,
+            lambda: len(_loader(stand_in, plan, dist, device).batch_sampler.batch_shapes()),
+        )
+        validator = Validator(learner.model, stand_in, precision, config) if dist.is_main else None
+        steps = _step_batches(stand_in, plan, dist, device, training.accumulation_steps)
+        probe_file = config.run_dir.budget_probe
+
+        def run_step() -> int:
+            group = next(steps)
+            learner.update(group)
+            return sum(batch.src_tokens + batch.tgt_tokens for batch in group.batches)
+
+        def save() -> None:  # last.pt, and the snapshot that goes with it
+            if not dist.is_main:
+                return
+            weights = learner.model.state_dict()
+            save_checkpoint(
+                probe_file, {"model": weights, "optimizer": learner.optimizer.state_dict()}
+            )
+            probe_file.unlink()
+            if training.keep_snapshots:
+                save_checkpoint(probe_file, {"model": weights})
+                probe_file.unlink()
+
+        def rehearse() -> None:
+            if validator is not None:
+                validator.rehearse()
+
+        def synchronized() -> float:  # the updates' queued device work done, not just queued
+            synchronize(device)
+            return clock()
+
+        test_share = validator.test_share() if validator is not None else 0.0
+        costs = measure_costs(
+            run_step, rehearse, save, training.keep_snapshots, synchronized, test_share
+        )
+    random.setstate(python_state)
+    return costs
+
+
+def _loader(
+    stand_in: DataModule, plan: Plan, dist: Distributed, device: torch.device, epoch: int = 0
+) -> DataLoader:
+    return stand_in.train_loader(
+        epoch,
+        rank=dist.rank,
+        world_size=dist.world_size,
+        device=device,
+        batch_tokens=plan.batch_tokens,
+    )
+
+
+def _step_batches(
+    stand_in: DataModule, plan: Plan, dist: Distributed, device: torch.device, accumulation: int
+) -> Iterator[StepBatches]:
+    """Each step's batches of the stand-in, epoch after epoch, as the trainer groups the run's."""
+    epoch = 0
+    while True:
+        loader, group, first = _loader(stand_in, plan, dist, device, epoch), [], 0
+        for batch in loader:
+            group.append(batch)
+            if len(group) == accumulation:
+                yield StepBatches(
+                    group, loader.batch_sampler.global_target_tokens(first, len(group))
+                )
+                first, group = first + len(group), []
+        epoch += 1
