@@ -124,6 +124,14 @@ def resample(
     return train.select(indices), counts
 
 
+def weighted_train(cfg: DataConfig, train: datasets.Dataset) -> datasets.Dataset:
+    """A mixture's `train` pairs in the proportions its weights give them (`resample`), as the
+    model sees them; one corpus's `train` as it is."""
+    if not cfg.mixture:
+        return train
+    return resample(train, sample_sizes(cfg, kept_per_corpus(train)), cfg.mixture_seed)[0]
+
+
 def combine(
     cfg: DataConfig, splits: tuple[str, ...], read: Callable[[CorpusSource, str], datasets.Dataset]
 ) -> tuple[dict[str, datasets.Dataset], dict[str, int]]:

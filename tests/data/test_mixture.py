@@ -174,14 +174,15 @@ def test_sample_sizes_follow_weights_or_a_temperature(two_corpora):
 
 
 @pytest.mark.slow  # over 5 s on 2 cores
-def test_tokenizers_learn_the_union_once_whatever_the_weights(two_corpora):
+def test_tokenizers_learn_the_pairs_in_their_weights_proportions(two_corpora):
     tok = TokenizerConfig(vocab_size=300)
-    src, tgt = sample_train_texts(mixture(beta_weight=4.0), tok, two_corpora)
-    assert src == load_split(mixture(), "train", two_corpora)["src"][:]
-    assert len(src) == len(tgt) == 5
-    assert tokenizer_paths(mixture(), tok, two_corpora) == tokenizer_paths(
-        mixture(beta_weight=4.0), tok, two_corpora
-    )
+    union = load_split(mixture(), "train", two_corpora)["src"][:]
+    assert sample_train_texts(mixture(), tok, two_corpora)[0] == union
+    src, tgt = sample_train_texts(mixture(alpha_weight=0.0, beta_weight=3.0), tok, two_corpora)
+    assert src == [text for text in union[3:] for _ in range(3)]  # beta's two pairs, 3 times
+    assert len(tgt) == 6
+    weighted = tokenizer_paths(mixture(beta_weight=4.0), tok, two_corpora)
+    assert weighted != tokenizer_paths(mixture(), tok, two_corpora)
     changed = mixture()
     changed.mixture["alpha"].corpus.detokenize_ja = False
     assert tokenizer_paths(changed, tok, two_corpora) != tokenizer_paths(
