@@ -22,6 +22,7 @@ DRIVER = """
 import atexit, json, os
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+import llm_from_scratch.training.trainer as trainer_module
 from llm_from_scratch.training.trainer import Trainer
 
 COLLECTIVES = (
@@ -50,17 +51,18 @@ def counting_hook(state, bucket):
     finally:
         in_hook[0] = False
 
-build_model, update = Trainer._build_model, Trainer.update
+build_learner, update = trainer_module.build_learner, Trainer.update
 
-def build_and_hook(trainer):
-    build_model(trainer)
-    trainer.forward_model.register_comm_hook(None, counting_hook)
+def build_and_hook(*args, **kwargs):
+    learner = build_learner(*args, **kwargs)
+    learner.forward_model.register_comm_hook(None, counting_hook)
+    return learner
 
 def counted_update(trainer, micro_batches):
     steps.append({"step": trainer.progress.step + 1, "python": [], "buckets": 0})
     return update(trainer, micro_batches)
 
-Trainer._build_model, Trainer.update = build_and_hook, counted_update
+trainer_module.build_learner, Trainer.update = build_and_hook, counted_update
 
 def dump():
     path = os.path.join(os.environ["COUNTS_DIR"], f"rank{os.environ['RANK']}.json")
