@@ -24,7 +24,8 @@ loss.py         label-smoothed cross-entropy; the step's module (DDP, compiled)
 averaging.py    checkpoint averaging; a snapshot missing from those averaged
 distributed.py  torchrun (DDP) helpers; the device and precision a run trains in
 report.py       progress bar and log lines; stats.py: step statistics, a step's batches
-                (StepBatches), the non-finite guard, RunLogger (TensorBoard)
+                (StepBatches; step_batches groups an epoch's, the trainer's and the probe's),
+                the non-finite guard, RunLogger (TensorBoard)
 profiling.py    training.profile_steps: torch.profiler over a few steps
 parent.py       training.init_from: the model a run is fine-tuned from
 attention_figure.py  a sentence pair's cross-attention, drawn

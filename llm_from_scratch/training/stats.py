@@ -1,5 +1,6 @@
 """Training statistics: one step's, and the window of steps a log line averages (the run's own
-step time, which a time budget plans again from, is `budget.timing.RunTiming`).
+step time, which a time budget plans again from, is `budget.timing.RunTiming`); and a step's
+batches, grouped from the loader's (`step_batches`: the trainer's and the probe's).
 
 A step's loss, gradient norm and skip flag stay on the device: reading one on the host would make
 the host wait for the device's queued work every step. The window keeps them as they are and
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from torch.utils.data import DataLoader
 
 from llm_from_scratch.data.batch import Batch
 from llm_from_scratch.errors import UserError
@@ -41,6 +44,42 @@ class StepBatches:
     def alone(cls, batches: list[Batch]) -> StepBatches:
         """`batches` as the whole step of a single process."""
         return cls(batches, sum(batch.tgt_tokens for batch in batches))
+
+
+def step_batches(
+    open_loader: Callable[[int, int], DataLoader],
+    progress: Progress,
+    accumulation: int,
+    distributed: bool,
+    whole_steps: bool = False,
+) -> Iterator[StepBatches]:
+    """Each optimizer step's batches: groups of `accumulation` batches, epoch after epoch, from
+    `progress`'s position, which counts each group done as it is handed out. `open_loader(epoch,
+    start_batch)` gives this rank's batches of an epoch. An epoch's remainder makes one smaller
+    step, unless `whole_steps` (a probe that times steps skips it)."""
+    while True:
+        loader = open_loader(progress.epoch, progress.batch_in_epoch)
+        sampler, group = loader.batch_sampler, []
+        for batch in loader:
+            group.append(batch)
+            if len(group) == accumulation:
+                yield _counted_step(sampler, group, progress, distributed)
+                group = []
+        if group and not whole_steps:
+            yield _counted_step(sampler, group, progress, distributed)
+        progress.epoch += 1
+        progress.batch_in_epoch = 0
+
+
+def _counted_step(
+    sampler: Any, group: list[Batch], progress: Progress, distributed: bool
+) -> StepBatches:
+    """`group`, the next of this rank's batches, as one step's, which it counts done."""
+    first = progress.batch_in_epoch
+    progress.batch_in_epoch += len(group)
+    if not distributed:
+        return StepBatches.alone(group)
+    return StepBatches(group, sampler.global_target_tokens(first, len(group)))
 
 
 @dataclass

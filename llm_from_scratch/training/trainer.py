@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils.data import DataLoader
 
 from llm_from_scratch.checkpoint import (
     check_compatible,
@@ -49,7 +50,14 @@ from llm_from_scratch.training.state import (
     rng_state,
     set_rng_state,
 )
-from llm_from_scratch.training.stats import LogWindow, RunLogger, StepBatches, StepStats, guard
+from llm_from_scratch.training.stats import (
+    LogWindow,
+    RunLogger,
+    StepBatches,
+    StepStats,
+    guard,
+    step_batches,
+)
 from llm_from_scratch.training.stop import Stopped, StopRequest
 from llm_from_scratch.training.validation import Validator, corpus_metric
 
@@ -179,8 +187,8 @@ class Trainer:
             progress.elapsed = start_elapsed + time_now - started
             return time_now
 
-        for step_batches in fetched(self.batches()):
-            stats = self.update(step_batches)
+        for step_group in fetched(self.batches()):
+            stats = self.update(step_group)
             progress.step += 1
             step = progress.step
             window.add(step, stats)
@@ -268,35 +276,20 @@ class Trainer:
         self.plan = replace(self.plan, schedule=schedule)
 
     def batches(self) -> Iterator[StepBatches]:
-        """Each optimizer step's batches: groups of `accumulation_steps` batches, epoch after
-        epoch, from the saved position."""
-        while True:
-            loader = self.data.train_loader(
-                self.progress.epoch,
-                start_batch=self.progress.batch_in_epoch,
+        """Each optimizer step's batches, from the saved position (`stats.step_batches`)."""
+
+        def open_loader(epoch: int, start_batch: int) -> DataLoader:
+            return self.data.train_loader(
+                epoch,
+                start_batch=start_batch,
                 rank=self.dist.rank,
                 world_size=self.dist.world_size,
                 device=self.device,
                 batch_tokens=self.plan.batch_tokens,
             )
-            group = []
-            for batch in loader:
-                group.append(batch)
-                if len(group) == self.config.training.accumulation_steps:
-                    yield self._step_batches(loader.batch_sampler, group)
-                    group = []
-            if group:  # the epoch's remainder makes one smaller step
-                yield self._step_batches(loader.batch_sampler, group)
-            self.progress.epoch += 1
-            self.progress.batch_in_epoch = 0
 
-    def _step_batches(self, sampler, group: list) -> StepBatches:
-        """`group`, the next of this rank's batches, as one step's, which it counts done."""
-        first = self.progress.batch_in_epoch
-        self.progress.batch_in_epoch += len(group)
-        if not self.dist.enabled:
-            return StepBatches.alone(group)
-        return StepBatches(group, sampler.global_target_tokens(first, len(group)))
+        accumulation = self.config.training.accumulation_steps
+        return step_batches(open_loader, self.progress, accumulation, self.dist.enabled)
 
     def _record_validation(self, metrics: dict[str, float]) -> None:
         """Track the best dev BLEU, log the validation, and save `best.pt` when it improved."""

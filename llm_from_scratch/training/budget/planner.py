@@ -65,13 +65,7 @@ class BudgetPlanner:
         progress = saved.progress if saved is not None else None
         if progress is not None and (progress.planned_steps or progress.step):
             # It keeps the plan it started with.
-            planned = recipe_plan(
-                self.config,
-                progress.schedule(self.cfg),
-                self.keep_model,
-                self.keep_tokenizers,
-                saved,
-            )
+            planned = self._plan_of(progress.schedule(self.cfg), saved)
             return replace(planned, budgeted=bool(progress.planned_steps), budget=self.budget())
         budget, report = self.cfg.budget_seconds, []
         if budget is None:
@@ -86,8 +80,8 @@ class BudgetPlanner:
                 logger.info("%s", line)
         return replace(chosen, budget=self.budget())
 
-    def _plan_of(self, schedule: Schedule) -> Plan:
-        return recipe_plan(self.config, schedule, self.keep_model, self.keep_tokenizers)
+    def _plan_of(self, schedule: Schedule, saved: SavedRun | None = None) -> Plan:
+        return recipe_plan(self.config, schedule, self.keep_model, self.keep_tokenizers, saved)
 
     def _budget_plan(self, budget: float) -> tuple[Plan, list[str]]:
         """The step-budget run's recipe for as many steps as fit; where those are fewer than its

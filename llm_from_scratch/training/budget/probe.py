@@ -12,7 +12,7 @@ trains as if the probe never happened. A group that an epoch's end leaves short 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
 from torch.utils.data import DataLoader
@@ -25,7 +25,8 @@ from llm_from_scratch.training.budget.schedule import Costs, measure_costs
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed, training_precision
 from llm_from_scratch.training.learner import build_learner
-from llm_from_scratch.training.stats import StepBatches
+from llm_from_scratch.training.state import Progress
+from llm_from_scratch.training.stats import step_batches
 from llm_from_scratch.training.validation import Validator
 
 
@@ -54,7 +55,13 @@ def probe_costs(
             lambda: len(_loader(stand_in, plan, dist, device).batch_sampler.batch_shapes()),
         )
         validator = Validator(learner.model, stand_in, precision, config) if dist.is_main else None
-        steps = _step_batches(stand_in, plan, dist, device, training.accumulation_steps)
+        steps = step_batches(
+            lambda epoch, start: _loader(stand_in, plan, dist, device, epoch, start),
+            Progress(),
+            training.accumulation_steps,
+            dist.enabled,
+            whole_steps=True,
+        )
         probe_file = config.run_dir.budget_probe
 
         def run_step() -> int:
@@ -91,29 +98,18 @@ def probe_costs(
 
 
 def _loader(
-    stand_in: DataModule, plan: Plan, dist: Distributed, device: torch.device, epoch: int = 0
+    stand_in: DataModule,
+    plan: Plan,
+    dist: Distributed,
+    device: torch.device,
+    epoch: int = 0,
+    start_batch: int = 0,
 ) -> DataLoader:
     return stand_in.train_loader(
         epoch,
+        start_batch=start_batch,
         rank=dist.rank,
         world_size=dist.world_size,
         device=device,
         batch_tokens=plan.batch_tokens,
     )
-
-
-def _step_batches(
-    stand_in: DataModule, plan: Plan, dist: Distributed, device: torch.device, accumulation: int
-) -> Iterator[StepBatches]:
-    """Each step's batches of the stand-in, epoch after epoch, as the trainer groups the run's."""
-    epoch = 0
-    while True:
-        loader, group, first = _loader(stand_in, plan, dist, device, epoch), [], 0
-        for batch in loader:
-            group.append(batch)
-            if len(group) == accumulation:
-                yield StepBatches(
-                    group, loader.batch_sampler.global_target_tokens(first, len(group))
-                )
-                first, group = first + len(group), []
-        epoch += 1
