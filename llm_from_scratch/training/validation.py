@@ -61,6 +61,7 @@ class Validator:
             chosen = rows_first_of(corpora, selecting, total)
         self.bleu_subset = dev.select(chosen)
         self.subset_corpora = [corpora[index] for index in chosen]
+        self.mixed = len(set(corpora)) > 1
         self.example_rows = spread_rows(self.subset_corpora, EXAMPLES_SHOWN)
         lengths = zip(self.bleu_subset["src_len"], self.bleu_subset["tgt_len"], strict=True)
         too_long = [max(pair) > ATTENTION_MAX_PIECES for pair in lengths]
@@ -86,7 +87,9 @@ class Validator:
             "perplexity": math.exp(min(loss / max(tokens, 1), 50.0)),
             "bleu": scores.bleu,
             "chrf": scores.chrf,
-            **per_corpus_metrics(hypotheses, references, self.subset_corpora, self.target_lang),
+            **per_corpus_metrics(
+                hypotheses, references, self.subset_corpora, self.target_lang, self.mixed
+            ),
         }
         log.scalars({f"{tag}/{name}": value for name, value in metrics.items()}, step)
         log.text(f"{tag}/examples", self._examples_table(hypotheses), step)
@@ -109,7 +112,9 @@ class Validator:
         metrics = {
             "bleu": scores.bleu,
             "chrf": scores.chrf,
-            **per_corpus_metrics(hypotheses, references, corpora, self.target_lang),
+            **per_corpus_metrics(
+                hypotheses, references, corpora, self.target_lang, len(set(corpora)) > 1
+            ),
         }
         log.scalars({f"test/{name}": value for name, value in metrics.items()}, step)
         return metrics
@@ -195,11 +200,17 @@ def corpus_metric(corpus: str, name: str) -> str:
 
 
 def per_corpus_metrics(
-    hypotheses: list[str], references: list[str], corpora: list[str], language: str
+    hypotheses: list[str], references: list[str], corpora: list[str], language: str, mixed: bool
 ) -> dict[str, float]:
-    """BLEU and chrF of each corpus, under `corpus_metric`'s keys; none for one corpus."""
+    """BLEU and chrF of each corpus of `corpora` (the rows'), under `corpus_metric`'s keys, where
+    the split they are from `mixed` several corpora; none where it is one corpus."""
+    by_corpus = scores_by_corpus(hypotheses, references, corpora, language) if mixed else {}
+    if mixed and not by_corpus and corpora:
+        # The rows are one corpus's (a dev_corpus with as many dev pairs as dev_bleu_sentences):
+        # the split mixes several, so its scores still need its name.
+        by_corpus = {corpora[0]: corpus_scores(hypotheses, references, language)}
     metrics = {}
-    for corpus, scores in scores_by_corpus(hypotheses, references, corpora, language).items():
+    for corpus, scores in by_corpus.items():
         metrics[corpus_metric(corpus, "bleu")] = scores.bleu
         metrics[corpus_metric(corpus, "chrf")] = scores.chrf
     return metrics

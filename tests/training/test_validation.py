@@ -3,6 +3,7 @@ corpora in dev and test, it scores each one too."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import pytest
@@ -156,6 +157,25 @@ def test_dev_and_test_scores_per_corpus_equal_each_corpus_scored_alone(
     table = validator._examples_table(translated["dev"]).splitlines()
     assert table[0] == "| corpus | source | reference | hypothesis |"
     assert [row.split(" | ")[0] for row in table[2:]] == ["| copy_a"] * 3 + ["| copy_b"] * 2
+
+
+def test_a_domain_that_fills_the_bleu_sentences_is_still_scored_under_its_name(
+    copy_task, tmp_path, monkeypatch
+):
+    """A fine-tuning run's `data.dev_corpus` with as many dev pairs as `dev_bleu_sentences`
+    leaves the other corpora none: its BLEU, which picks best.pt, keeps its key."""
+    config, data, _ = copy_task
+    data = two_corpora(data)
+    domain_config = dataclasses.replace(config, data=copy.copy(config.data))
+    domain_config.data.dev_corpus = "copy_a"  # a mixture's, set past the one-corpus check
+    validator = untrained_validator(domain_config, data, tmp_path, sentences=30)
+    assert validator.subset_corpora == ["copy_a"] * 30
+    rows = validator.bleu_subset
+    imperfect_rows = imperfect(rows["tgt"], ["copy_b"] * len(rows))  # a BLEU below 100
+    monkeypatch.setattr(validator, "translate", lambda src_ids, sources: imperfect_rows)
+    dev = validator.run(1, RunLogger(None))
+    assert (dev["copy_a/bleu"], dev["copy_a/chrf"]) == (dev["bleu"], dev["chrf"])
+    assert "copy_b/bleu" not in dev
 
 
 @pytest.mark.parametrize("column", [False, True])
