@@ -35,6 +35,8 @@ _UNIT = re.compile("[々〇\u4e00-\u9fff\u30a1-\u30fa%％][\u4e00-\u9fff\u30a1-\
 # A number's digits and a phone number's hyphens as Japanese text writes them; the separators
 # `,` and `.` are left to the caller, which may copy the ones a text already uses.
 FULL_WIDTH_DIGITS = str.maketrans("0123456789-", "０１２３４５６７８９－")
+# How a Japanese text writes its numbers' digits: `１，２００` or `1,200`.
+DIGIT_FORMS = ("full_width", "ascii")
 
 
 @dataclass(frozen=True)

@@ -129,6 +129,8 @@ def test_distilled_experiment_is_spe_tokenized_plus_the_teachers_translations(tr
         (["decoding.beam_size=2", "decoding.nbest=3"], "decoding.nbest=3"),
         (["tokenizer.vocab_size=100"], "tokenizer.vocab_size=100"),
         (["data.source=ftp"], "data.source='ftp'"),
+        (["data.number_digits=roman"], "data.number_digits='roman'"),
+        (["decoding.number_digits=kanji"], "decoding.number_digits='kanji'"),
         (
             ["data=small_parallel_enja", "data.extra_train=[{source: a.en}]"],
             "missing mandatory value: target",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from llm_from_scratch.data.source_style import SOURCE_STYLES
 from llm_from_scratch.errors import ConfigError, check_choice, check_range
+from llm_from_scratch.numbers import DIGIT_FORMS
 
 if TYPE_CHECKING:  # a config is read before torch loads (`--help`)
     import torch
@@ -274,12 +275,18 @@ class DataConfig(CorpusSource):
     # Likewise the names they share, in half of the train pairs; the translator masks the names
     # the model rarely saw and copies them into its output (data/names.py).
     name_placeholders: bool = False
+    # How the translator writes a copied number (a placeholder) back in Japanese: `full_width`
+    # (１，２００), as the everyday corpora's references write numbers, or `ascii` (1,200), as
+    # news, Wikipedia, lectures and documentation do. A mixture's is its own key, the form most
+    # of its weighted train targets use. `decoding.number_digits` replaces it.
+    number_digits: str = "full_width"
     # A train pair of several sentences, as many on each side, also gives each of its sentence
     # pairs as a pair of its own: the translator translates a line sentence by sentence, and a
     # greeting (`Hello.`) is seldom a line of its own in a corpus. Dev and test stay as written.
     sentence_pairs: bool = False
 
     def __post_init__(self) -> None:
+        check_choice("data.number_digits", self.number_digits, DIGIT_FORMS)
         if self.mixture:
             self._check_mixture()
         else:

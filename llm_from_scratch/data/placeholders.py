@@ -56,12 +56,13 @@ def mask_numbers(text: str) -> tuple[str, list[str]]:
     return _masked(text, numbers), [text[number.start : number.end] for number in numbers]
 
 
-def restore_numbers(text: str, numbers: list[str], language: str) -> str:
+def restore_numbers(text: str, numbers: list[str], language: str, digits: str) -> str:
     """`text`, in `language`, with each placeholder written back as its number (in Japanese in
-    full-width digits, separators and a phone number's hyphens, as the corpora write them); a
-    placeholder with no number (the model wrote one its source lacks) is dropped, and so is a
-    unit the model wrote after a phone number's (０９０－１２３４－５６７８歳), which takes none."""
-    if language == "ja":
+    `digits`: `full_width` digits, separators and a phone number's hyphens, else as the source
+    writes it); a placeholder with no number (the model wrote one its source lacks) is dropped,
+    and so is a unit the model wrote after a phone number's (０９０－１２３４－５６７８歳), which
+    takes none."""
+    if language == "ja" and digits == "full_width":
         numbers = [number.translate(_FULL_WIDTH) for number in numbers]
     written = dict(zip(PLACEHOLDERS, numbers[: len(PLACEHOLDERS)], strict=False))
     parts, position = [], 0

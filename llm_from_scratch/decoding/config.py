@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from llm_from_scratch.errors import ConfigError, check_choice, check_range
+from llm_from_scratch.numbers import DIGIT_FORMS
 from llm_from_scratch.precision import PRECISIONS
 
 # Set by a recipe for its corpus (configs/train.yaml, experiments), not by a preset: a program
@@ -56,6 +57,9 @@ class DecodingConfig:
     # it exceeds the model's positional table. Translator only (validation decodes whole). One of
     # the RECIPE_KEYS: `make train` sets 16 (configs/train.yaml).
     clause_split_tokens: int = 0
+    # How a copied number is written back in Japanese (`full_width`, `ascii`); null: as the
+    # run's corpus writes numbers (`data.number_digits`). Translator only.
+    number_digits: str | None = None
     batch_tokens: int = 8000  # bound on padded source tokens x beam_size per decoding batch
     # Of `Translator` (translate, evaluate); validation decodes at training.precision. auto: bf16
     # autocast where training's `auto` would pick it (a GPU, a CPU whose bf16 matrix products are
@@ -76,6 +80,8 @@ class DecodingConfig:
         check_range("decoding.clause_split_tokens", self.clause_split_tokens, 0)
         check_choice("decoding.precision", self.precision, PRECISIONS)
         check_range("decoding.batch_tokens", self.batch_tokens, 1)
+        if self.number_digits is not None:
+            check_choice("decoding.number_digits", self.number_digits, DIGIT_FORMS)
 
 
 def preset_settings(preset: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """How a run reads and writes text: its direction, the style its input is put in, the
-placeholders it masks, and what joins the translations of a line's sentences."""
+placeholders it masks and the digits it writes numbers in, and what joins the translations of a
+line's sentences."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class TextConventions:
     source_style: str = "raw"  # the style of the model's input (data.input_style)
     number_placeholders: bool = False  # the run's data.number_placeholders
     name_placeholders: bool = False  # the run's data.name_placeholders
+    number_digits: str = "full_width"  # the run's data.number_digits
 
     @classmethod
     def of_data(cls, data: DataConfig) -> TextConventions:
@@ -34,6 +36,7 @@ class TextConventions:
             source_style=data.input_style,
             number_placeholders=data.number_placeholders,
             name_placeholders=data.name_placeholders,
+            number_digits=data.number_digits,
         )
 
     @property

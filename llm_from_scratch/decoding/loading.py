@@ -33,9 +33,9 @@ class RestoredModels(NamedTuple):
 
 def data_settings(config: dict[str, Any]) -> DataConfig:
     """What a run's config (plain data, as a checkpoint or an export holds it) says of its
-    direction (`source_lang`, `target_lang`) and of the style its input is put in: a data config
-    of its corpus and direction alone, since its other settings (sources, batching) were checked
-    by the rules of the version that trained it."""
+    direction (`source_lang`, `target_lang`), the style its input is put in and its placeholders:
+    a data config of its corpus and direction alone, since its other settings (sources,
+    batching) were checked by the rules of the version that trained it."""
     data = config["data"]
     return DataConfig(
         name=data["name"],
@@ -44,6 +44,7 @@ def data_settings(config: dict[str, Any]) -> DataConfig:
         corpus=to_schema(data["corpus"], CorpusConfig),
         number_placeholders=data.get("number_placeholders", False),
         name_placeholders=data.get("name_placeholders", False),
+        number_digits=data.get("number_digits", "full_width"),
     )
 
 

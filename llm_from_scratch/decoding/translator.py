@@ -103,6 +103,8 @@ class Translator:
         self.src_tok, self.tgt_tok = model.src_tok, model.tgt_tok
         self.decode = decode
         self.conventions = conventions or TextConventions()
+        if decode.number_digits is not None:
+            self.conventions = replace(self.conventions, number_digits=decode.number_digits)
         self.checkpoints = list(checkpoints)  # what was loaded, for the user to be told
         self.device = model.device
         requested = decode.precision if model.autocasts else "fp32"
@@ -290,7 +292,9 @@ class Translator:
                 texts[i] = clause if ends_clause(clause) else clause + comma
         text = self.conventions.joiner.join(texts)
         if self.conventions.number_placeholders:
-            text = restore_numbers(text, source.numbers, self.target_lang)
+            text = restore_numbers(
+                text, source.numbers, self.target_lang, self.conventions.number_digits
+            )
         if self.conventions.name_placeholders:
             text = restore_names(text, source.names)
         return SentenceTranslation(

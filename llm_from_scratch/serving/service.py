@@ -162,9 +162,11 @@ class TranslationService:
         def labels(tok: BPETokenizer, tokens: list[int], language: str) -> list[str]:
             """Each token's text; a placeholder's as the number or name it stands for."""
             texts = [tok.token_text(token) for token in tokens]
-            if self.translator.conventions.number_placeholders:
-                texts = [restore_numbers(text, source.numbers, language) for text in texts]
-            if self.translator.conventions.name_placeholders:
+            conventions = self.translator.conventions
+            if conventions.number_placeholders:
+                digits = conventions.number_digits
+                texts = [restore_numbers(text, source.numbers, language, digits) for text in texts]
+            if conventions.name_placeholders:
                 texts = [restore_names(text, source.names) for text in texts]
             return [piece_label(text) for text in texts]
 

@@ -57,29 +57,40 @@ def test_an_input_masks_every_number_and_gets_each_back_as_written():
     # A phone number is one placeholder, a date's numbers one each.
     assert masked == f"Call {P0} at {P1}:{P2} for {P3} dollars on {P4}-{P5}-{PLACEHOLDERS[6]}."
     assert numbers == ["03-1234-5678", "7", "45", "4.50", "2024", "05", "01"]
-    assert restore_numbers(masked, numbers, "en") == text
-    assert restore_numbers(f"{P1}と{P0}、{P2}に{P3}", ["1,200", "3.5", "7", "03-1234"], "ja") == (
-        "３．５と１，２００、７に０３－１２３４"
-    )
+    assert restore_numbers(masked, numbers, "en", "full_width") == text
+    assert restore_numbers(
+        f"{P1}と{P0}、{P2}に{P3}", ["1,200", "3.5", "7", "03-1234"], "ja", "full_width"
+    ) == ("３．５と１，２００、７に０３－１２３４")
+
+
+def test_a_run_whose_corpus_writes_ascii_digits_gets_its_numbers_back_as_the_source_writes_them():
+    output = f"{P1}と{P0}、{P2}に{P3}"
+    numbers = ["1,200", "3.5", "7", "03-1234"]
+    assert restore_numbers(output, numbers, "ja", "ascii") == "3.5と1,200、7に03-1234"
+    phone = "090-1234-5678"
+    assert restore_numbers(f"{P0}歳です。", [phone], "ja", "ascii") == "090-1234-5678です。"
 
 
 def test_a_phone_number_written_back_loses_the_unit_the_model_wrote_after_it():
     # "My phone number is 090-1234-5678.": a phone number takes no unit.
     phone = "090-1234-5678"
-    assert restore_numbers(f"私の電話番号は{P0}歳です。", [phone], "ja") == (
+    assert restore_numbers(f"私の電話番号は{P0}歳です。", [phone], "ja", "full_width") == (
         "私の電話番号は０９０－１２３４－５６７８です。"
     )
-    assert restore_numbers(f"{P0}メートル", [phone], "ja") == "０９０－１２３４－５６７８"
-    # Other numbers keep theirs, and text after a unitless number stays.
-    assert restore_numbers(f"{P0}歳です。", ["25"], "ja") == "２５歳です。"
     assert (
-        restore_numbers(f"{P0}に電話して。", [phone], "ja")
+        restore_numbers(f"{P0}メートル", [phone], "ja", "full_width")
+        == "０９０－１２３４－５６７８"
+    )
+    # Other numbers keep theirs, and text after a unitless number stays.
+    assert restore_numbers(f"{P0}歳です。", ["25"], "ja", "full_width") == "２５歳です。"
+    assert (
+        restore_numbers(f"{P0}に電話して。", [phone], "ja", "full_width")
         == "０９０－１２３４－５６７８に電話して。"
     )
 
 
 def test_placeholders_without_a_number_and_in_the_input_itself_are_dropped():
-    assert restore_numbers(f"{P0}と{P2}。", ["5"], "en") == "5と。"
+    assert restore_numbers(f"{P0}と{P2}。", ["5"], "en", "full_width") == "5と。"
     masked, numbers = mask_numbers(f"a {P1} b 7")
     assert (masked, numbers) == (f"a  b {P0}", ["7"])
 
@@ -89,7 +100,7 @@ def test_numbers_past_the_last_placeholder_stay_digits():
     masked, numbers = mask_numbers(text)
     assert len(numbers) == len(PLACEHOLDERS)
     assert masked.endswith(f"{len(PLACEHOLDERS) + 1} {len(PLACEHOLDERS) + 2}")
-    assert restore_numbers(masked, numbers, "en") == text
+    assert restore_numbers(masked, numbers, "en", "full_width") == text
 
 
 def test_an_output_keeps_the_placeholders_only_with_each_as_often():

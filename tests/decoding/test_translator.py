@@ -313,6 +313,28 @@ def test_a_placeholder_model_reads_masked_numbers_and_writes_them_back(
     assert translation.text == expected  # full-width digits in Japanese
 
 
+@pytest.mark.parametrize(
+    ("corpus_digits", "decoding_digits", "expected"),
+    [
+        ("ascii", None, "1,200人から3人。"),
+        ("full_width", "ascii", "1,200人から3人。"),
+        ("ascii", "full_width", "１，２００人から３人。"),
+    ],
+)
+def test_a_copied_number_is_written_in_the_corpus_digits_unless_decoding_says_otherwise(
+    copy_model, tokenizer, monkeypatch, corpus_digits, decoding_digits, expected
+):
+    answer = answering(tokenizer, "\ue001人から\ue000人。")
+    monkeypatch.setattr(
+        torch_engine, "decode_pieces", lambda model, pieces, *args: answer(model, pieces)
+    )
+    decode = dataclasses.replace(GREEDY, number_digits=decoding_digits)
+    translator = torch_translator(
+        copy_model, tokenizer, decode, number_placeholders=True, number_digits=corpus_digits
+    )
+    assert translator.translate(["From 3 to 1,200 people."])[0].text == expected
+
+
 def test_a_name_placeholder_model_copies_the_names_it_rarely_saw(
     copy_model, tokenizer, monkeypatch
 ):
@@ -478,6 +500,10 @@ def test_every_way_of_loading_a_placeholder_run_masks_its_numbers_and_names(toke
     assert beam.conventions.number_placeholders
     args, _ = evaluate_cli.parse_args(["--checkpoint", str(masked)])
     assert load_translator(masked, args, {}, source_style="raw")[0].conventions.number_placeholders
+    assert translator.conventions.number_digits == "full_width"
+    ascii_run = ["data.number_placeholders=true", "data.number_digits=ascii"]
+    ascii_digits = save_tiny_checkpoint(tmp_path / "d.pt", tokenizer, ascii_run)
+    assert Translator.from_checkpoint(ascii_digits).conventions.number_digits == "ascii"
     names = save_tiny_checkpoint(tmp_path / "c.pt", tokenizer, ["data.name_placeholders=true"])
     assert not Translator.from_checkpoint(plain).conventions.name_placeholders
     assert Translator.from_checkpoint(names).with_decoding(GREEDY).conventions.name_placeholders
