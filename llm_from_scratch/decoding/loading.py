@@ -44,7 +44,7 @@ def data_settings(config: dict[str, Any]) -> DataConfig:
         corpus=to_schema(data["corpus"], CorpusConfig),
         number_placeholders=data.get("number_placeholders", False),
         name_placeholders=data.get("name_placeholders", False),
-        number_digits=data.get("number_digits", "full_width"),
+        number_digits=data.get("number_digits", DataConfig.number_digits),
     )
 
 
