@@ -61,7 +61,7 @@ def test_the_train_program_sets_them_and_warns_where_training_starts(tmp_path, m
     class Prepared(Exception):
         """Raised where the data would be prepared: the threads are set by then."""
 
-    def prepare_data(config, parent=None):
+    def prepare_data(config, parent=None, raw_dirs=None):
         raise Prepared
 
     monkeypatch.setattr(program, "prepare_data", prepare_data)

@@ -103,11 +103,13 @@ def run(
         datasets.disable_progress_bars()  # the log says what reading and tokenizing did
         use_threads(config, dist)
         clock = budget_clock(config, clock, started_at, dist)
+        # The planner reads the corpora's lines: fetch them first (cheap, and idempotent).
+        raw_dirs = fetch(config, dist)
         planner = BudgetPlanner(config, dist, clock, started_at, keep_model, keep_tokenizers)
         plan = planner.plan(saved)
         config = replace(config, tokenizer=plan.tokenizer)
         # Prepare the tokenizers and the data, once.
-        data = prepare(config, dist, parent)
+        data = prepare(config, dist, parent, raw_dirs)
         # Train, then hand over the final model.
         trainer = Trainer(config, data, plan, dist, saved, parent)
         with closing(trainer.run_logger()) as log:
@@ -161,13 +163,28 @@ def use_threads(config: TrainConfig, dist: Distributed) -> None:
         logger.warning("%s", warning)
 
 
-def prepare(config: TrainConfig, dist: Distributed, parent: Parent | None) -> DataModule:
-    """The data stage (`prepare_data`), on the main process first."""
+def fetch(config: TrainConfig, dist: Distributed) -> list[Path]:
+    """Every corpus the run reads, fetched (or found) on the main process first; their
+    directories."""
+    if not dist.is_main:
+        dist.barrier()  # let the main process download or copy the files first
+    started = time.perf_counter()
+    raw_dirs = fetch_data(config.data, config.paths)
+    if dist.is_main:
+        logger.info("data ready: %s (%s)", ", ".join(map(shown, raw_dirs)), _since(started))
+        dist.barrier()
+    return raw_dirs
+
+
+def prepare(
+    config: TrainConfig, dist: Distributed, parent: Parent | None, raw_dirs: list[Path]
+) -> DataModule:
+    """The data stage (`prepare_data`) on corpora already fetched, on the main process first."""
     if parent is not None and dist.is_main:
         logger.info("fine-tuning %s: its model shape and tokenizers", parent)
     if not dist.is_main:
         dist.barrier()  # let the main process train the tokenizers and fill the cache first
-    data = prepare_data(config, parent)
+    data = prepare_data(config, parent, raw_dirs)
     if dist.is_main:
         dist.barrier()
     return data
@@ -203,13 +220,16 @@ def record_launch(cfg: DictConfig | None, run_dir: RunDir, dist: Distributed) ->
     OmegaConf.save(hydra_cfg.overrides.task, directory / "overrides.yaml")
 
 
-def prepare_data(config: TrainConfig, parent: Parent | None = None) -> DataModule:
-    """Fetch the data, load or train the tokenizers (a `parent`'s: its own), tokenize and clean.
-    Each stage logs what it does when it has work to do; here, one line per stage says it is
-    ready and how long it took."""
-    started = time.perf_counter()
-    raw_dirs = fetch_data(config.data, config.paths)
-    logger.info("data ready: %s (%s)", ", ".join(map(shown, raw_dirs)), _since(started))
+def prepare_data(
+    config: TrainConfig, parent: Parent | None = None, raw_dirs: list[Path] | None = None
+) -> DataModule:
+    """Fetch the data (unless `raw_dirs` says where it was fetched), load or train the tokenizers
+    (a `parent`'s: its own), tokenize and clean. Each stage logs what it does when it has work to
+    do; here, one line per stage says it is ready and how long it took."""
+    if raw_dirs is None:
+        started = time.perf_counter()
+        raw_dirs = fetch_data(config.data, config.paths)
+        logger.info("data ready: %s (%s)", ", ".join(map(shown, raw_dirs)), _since(started))
     started = time.perf_counter()
     if parent is not None:
         src_tok, tgt_tok = parent.src_tok, parent.tgt_tok
