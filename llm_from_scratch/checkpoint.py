@@ -6,15 +6,23 @@ JSON text, so `translate.py` needs nothing but the file. Training state (optimiz
 scaler, step, sampler position, RNG states) rides along for exact resume. Everything is loadable
 with `torch.load(..., weights_only=True)`: no pickled code runs on load.
 
+Each file carries the sha256 of its tensors (`tensor_digest`), checked when it loads: a file
+damaged on disk or in a copy is refused in one line before anything uses its weights. A file
+from before the digest is checked for non-finite weights instead, what damage there shows as.
+
 This is also the one place that builds a model from its tokenizers (`build_model`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from llm_from_scratch.atomic import atomic_writer
@@ -22,13 +30,16 @@ from llm_from_scratch.display import shown
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
-from llm_from_scratch.paths import RunDir
+from llm_from_scratch.paths import RunDir, project_root
 from llm_from_scratch.schema import to_data, to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 # 2: config groups `training`/`decoding` (were `trainer`/`decode`) and a nested `data` config.
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
+ZIP_START = b"PK\x03\x04"  # a zip archive's first local file header: torch.save's format
+# The key of the sha256 of a checkpoint's tensors (`tensor_digest`); absent from older files.
+DIGEST_KEY = "tensor_sha256"
 
 
 class CheckpointError(UserError):
@@ -36,27 +47,49 @@ class CheckpointError(UserError):
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
-    """Write `state` atomically: a crash mid-write never leaves half a checkpoint behind, and a
-    full disk is a one-line `DiskFullError` that keeps the previous file."""
+    """Write `state` with the digest of its tensors, atomically: a crash mid-write never leaves
+    half a checkpoint behind, and a full disk is a one-line `DiskFullError` that keeps the
+    previous file."""
+    state = {key: value for key, value in state.items() if key != DIGEST_KEY}
     with atomic_writer(path) as file:
-        torch.save({**state, "format_version": FORMAT_VERSION}, file)
+        torch.save(
+            {**state, "format_version": FORMAT_VERSION, DIGEST_KEY: tensor_digest(state)}, file
+        )
 
 
 def load_checkpoint(
-    path: str | Path, map_location: str | torch.device = "cpu", mmap: bool = False
+    path: str | Path,
+    map_location: str | torch.device = "cpu",
+    mmap: bool = False,
+    verify: bool = True,
 ) -> dict[str, Any]:
     """Load a checkpoint written by `save_checkpoint`, with a clear error for a bad file.
 
-    `mmap`: map the tensors rather than read them, for a look at the other entries."""
+    `mmap`: map the tensors rather than read them, for a look at the other entries; `verify`
+    False skips the integrity check, for a look that uses none of its tensors."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"checkpoint {path} is empty (0 bytes): it was never written whole")
+    if not zipfile.is_zipfile(path):  # what torch.save writes; torch misreads anything else
+        with path.open("rb") as file:
+            start = file.read(16)
+        if start.startswith(ZIP_START):
+            raise CheckpointError(
+                f"checkpoint {path} is truncated: a zip archive without its end, as a copy or "
+                "a write cut short leaves it; copy it again or use another"
+            )
+        raise CheckpointError(
+            f"checkpoint {path} is not a checkpoint (torch.save writes a zip archive; this file "
+            f"starts {start!r})"
+        )
     try:
         state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as error:  # torch raises several types for truncated or foreign files
         raise CheckpointError(
             f"checkpoint {path} cannot be read (truncated or not a checkpoint of this project): "
-            f"{str(error).splitlines()[0]}"
+            f"{reason(error)}"
         ) from None
     version = state.get("format_version") if isinstance(state, dict) else None
     if version not in READABLE_VERSIONS:
@@ -69,9 +102,76 @@ def load_checkpoint(
     ]
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}: it is incomplete")
+    if verify:
+        check_integrity(state, str(path))
     if version == 1:
         state["config"] = upgrade_config_v1(state["config"])
     return state
+
+
+def reason(error: BaseException) -> str:
+    """An error's type and the first line of its message, which alone may say nothing
+    (`EOFError()`, an `IndexError`'s `list index out of range`)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def tensor_digest(state: dict[str, Any]) -> str:
+    """The sha256 of every tensor of `state` (the format's own keys aside), each with its name,
+    dtype and shape: what a flipped byte anywhere in the weights or the training state changes."""
+    digest = hashlib.sha256()
+    for name, tensor in _tensors(
+        {key: value for key, value in state.items() if key not in (DIGEST_KEY, "format_version")}
+    ):
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}\n".encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+    return digest.hexdigest()
+
+
+def _tensors(value: Any, name: str = "") -> Iterator[tuple[str, torch.Tensor]]:
+    """The tensors nested in `value` (dicts, lists, tuples), each with its path, in key order."""
+    if isinstance(value, torch.Tensor):
+        yield name, value
+    elif isinstance(value, dict):
+        for key in sorted(value, key=str):
+            yield from _tensors(value[key], f"{name}/{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _tensors(item, f"{name}/{index}")
+
+
+def check_integrity(state: dict[str, Any], origin: str) -> None:
+    """Refuse a checkpoint whose tensors differ from the digest saved with them; one from before
+    the digest, whose weights hold non-finite values."""
+    saved = state.get(DIGEST_KEY)
+    if saved is not None:
+        actual = tensor_digest(state)
+        if actual != saved:
+            raise CheckpointError(
+                f"checkpoint {origin} is damaged: its tensors do not match the sha256 saved "
+                f"with them ({actual[:12]}… != {saved[:12]}…); copy it again or use another"
+            )
+        return
+    check_finite(state["model"], f"checkpoint {origin}")
+
+
+def _finite(tensor: torch.Tensor) -> bool:
+    """Whether every value of a floating tensor is finite. In numpy: torch's own check splits
+    each tensor between threads, which on a busy CPU wait for each other longer than they work."""
+    values = tensor.detach().cpu()
+    if values.dtype not in (torch.float32, torch.float64):
+        values = values.float()  # bf16 and half have no numpy type
+    return bool(np.isfinite(values.numpy()).all())
+
+
+def check_finite(weights: dict[str, Any], origin: str) -> None:
+    """Refuse weights holding NaN or infinity, naming the first such tensor."""
+    for name, tensor in weights.items():
+        floating = isinstance(tensor, torch.Tensor) and tensor.is_floating_point()
+        if floating and not _finite(tensor):
+            raise CheckpointError(
+                f"{origin} is damaged: {name} holds non-finite values (NaN or infinity)"
+            )
 
 
 def upgrade_config_v1(config: dict[str, Any]) -> dict[str, Any]:
@@ -199,6 +299,21 @@ def check_compatible(
             + "; ".join(differences)
             + ". Use another name (or paths.run_dir) to start a new run."
         )
+
+
+def checkpoint_path(path: str | Path) -> Path:
+    """The file (or export folder) `path` names: a relative path from the working directory, as
+    a shell reads it, else from the project root, as a run's name is read (`run_model`), so that
+    `runs/default/best.pt` is found from anywhere. One found in neither is refused naming both."""
+    path = Path(path)
+    if path.is_absolute() or path.exists():
+        return path
+    rooted = project_root() / path
+    if rooted.exists():
+        return rooted
+    raise CheckpointError(
+        f"checkpoint {path} does not exist (looked for {Path.cwd() / path} and {rooted})"
+    )
 
 
 def run_model(runs_dir: str | Path, run: str) -> Path:

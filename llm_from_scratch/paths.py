@@ -68,7 +68,9 @@ class RunDir:
 
     @classmethod
     def named(cls, runs_dir: str | Path, name: str) -> RunDir:
-        """The directory of the run called `name` under `runs_dir`."""
+        """The directory of the run called `name` under `runs_dir`; a name that leads outside
+        it (`../x`, `/tmp/x`) is refused: the runs' folder holds every run."""
+        check_inside(Path(runs_dir), name, f"the run name {name!r}")
         return cls(Path(runs_dir) / name)
 
     def __str__(self) -> str:
@@ -148,6 +150,18 @@ SNAPSHOT_PREFIX = "step-"
 def snapshot_step(path: Path) -> int:
     """The step of the snapshot at `path` (`RunDir.snapshot`)."""
     return int(path.stem.removeprefix(SNAPSHOT_PREFIX))
+
+
+def check_inside(folder: Path, name: str, what: str, kind: str = "a folder") -> None:
+    """Refuse a `name` (of `what`, which names `kind` inside `folder`) that, joined to `folder`,
+    lies outside it or is the folder itself: an absolute path, one through `..`, an empty name.
+    Judged on the name as written, so that a folder inside that links elsewhere stays allowed."""
+    normal = Path(os.path.normpath(name or "."))
+    if normal.is_absolute() or normal.parts[:1] in ((), ("..",)):
+        raise ConfigError(
+            f"{what} leads outside {folder}: a name is {kind} inside it (letters, digits, "
+            "-, _ and / between folders; no .. or leading /)"
+        )
 
 
 def check_directory(path: Path, key: str) -> None:

@@ -9,6 +9,10 @@ sentences/s, failed requests, and the server's resident memory (RSS, Linux) befo
     .venv/bin/python scripts/load_test_serve.py [--clients 1 8 32] [--requests 8] [--texts 1]
         [--time-limit 120] [--input FILE] [-- --run NAME | --checkpoint PATH | serving.KEY=VALUE]
 
+`--costly N` sends instead one text of N × "あ" (999: a 3 kB body, three tokens a character to
+an English vocabulary) and prints its status, how long it took and the server's RSS before and
+after (a bounded request is refused at once, or answered, and leaves no memory held).
+
 `--abandon N` tests load shedding instead: N requests of the largest size the server allows
 (`max_texts` texts of `max_chars` characters, beam `max_beam`) given up after 1 s, then one
 one-word request; it prints how many were given up or refused and how long the word took.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import statistics
 import subprocess
@@ -136,6 +141,29 @@ def one_word_after_abandoned(url: str, requests: int, limit_s: float) -> str:
     )
 
 
+def costly_request(url: str, chars: int, pid: int, limit_s: float) -> str:
+    """One text of `chars` × あ: its answer, its time and the server's RSS around it."""
+    body = json.dumps({"texts": ["あ" * chars]}, ensure_ascii=False).encode()
+    before = rss_mib(pid)
+    start = time.perf_counter()
+    try:
+        response = httpx.post(
+            f"{url}/api/translate",
+            content=body,
+            headers={"Content-Type": "application/json"},
+            timeout=limit_s,
+        )
+        outcome = f"{response.status_code} {response.json().get('error', 'translated')}"
+    except httpx.TimeoutException:
+        outcome = f"no answer within {limit_s:g} s"
+    seconds = time.perf_counter() - start
+    time.sleep(1)  # what the server holds once it is done, not while it answers
+    return (
+        f"one text of {chars} × あ ({len(body):,} bytes of JSON): {outcome} "
+        f"in {seconds:.2f} s; server RSS {before:.0f} MiB before, {rss_mib(pid):.0f} MiB after"
+    )
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -179,6 +207,9 @@ def parse_args() -> argparse.Namespace:
         "--abandon", type=int, metavar="N", help="N largest requests given up, then one word"
     )
     parser.add_argument(
+        "--costly", type=int, metavar="N", help="one text of N × あ: its time and the RSS"
+    )
+    parser.add_argument(
         "--input",
         type=Path,
         default=Path(PathsConfig().raw_dir) / "small_parallel_enja" / "test.en",
@@ -193,7 +224,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    texts = [] if args.abandon else read_texts(args.input, args.texts)
+    texts = [] if args.abandon or args.costly else read_texts(args.input, args.texts)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = Path(tempfile.mkdtemp(prefix="load_test_serve-")) / "server.log"
@@ -204,6 +235,10 @@ def main() -> None:
         wait_until_up(url, server, log)
         if args.abandon:
             print(one_word_after_abandoned(url, args.abandon, args.time_limit), flush=True)
+            return
+        if args.costly:
+            httpx.post(f"{url}/api/translate", json={"texts": ["Hello."]}, timeout=60)  # set-up
+            print(costly_request(url, args.costly, server.pid, args.time_limit), flush=True)
             return
         asyncio.run(run_level(url, 1, 1, texts, args.time_limit))  # first-request set-up
         print(f"server: {' '.join(command[1:])} (log: {log})", file=sys.stderr)

@@ -15,7 +15,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llm_from_scratch"
 # stages of layer 1 are separate units, so none of them imports another.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "display"),
-    ("atomic", "paths", "device", "precision", "schema", "numbers", "word_segmentation"),
+    (
+        "atomic",
+        "paths",
+        "device",
+        "precision",
+        "schema",
+        "numbers",
+        "word_segmentation",
+        "text_input",
+    ),
     ("tokenizer", "model", "data", "evaluation"),
     ("checkpoint",),
     ("export",),

@@ -4,6 +4,7 @@ directory included."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,27 @@ def test_the_programs_refuse_it_in_one_line_and_create_nothing(tmp_path, script,
     assert result.returncode == 2
     assert result.stderr == f"error: {key}={blocker} cannot be a directory: {blocker} is a file\n"
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["../../../tmp/escape", "/tmp/escape", "a/../../b", "."])
+def test_a_run_name_leading_outside_the_runs_folder_is_refused(tmp_path, name):
+    from llm_from_scratch.paths import RunDir
+    from llm_from_scratch.programs.common import compose_config
+    from llm_from_scratch.programs.train import TrainConfig
+
+    runs = tmp_path / "runs"
+    message = f"the run name {name!r} leads outside {runs}: a name is a folder inside it"
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        RunDir.named(runs, name)
+    with pytest.raises(ConfigError, match="^" + re.escape(f"name={name} leads outside {runs}")):
+        compose_config("train", [f"name={name}", f"paths.runs_dir={runs}"], TrainConfig)
+    assert RunDir.named(runs, "sweep/lr-3e-4").root == runs / "sweep" / "lr-3e-4"
+    assert not runs.exists()
+
+
+def test_a_config_group_option_leading_outside_its_folder_is_refused():
+    from llm_from_scratch.programs.common import compose_config
+    from llm_from_scratch.programs.train import TrainConfig
+
+    with pytest.raises(ConfigError, match=r"^data=\.\./\.\./x leads outside .*configs/data: a"):
+        compose_config("train", ["data=../../x"], TrainConfig)

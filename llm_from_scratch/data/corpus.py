@@ -41,6 +41,7 @@ from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import PathsConfig
+from llm_from_scratch.text_input import FILE_ENCODING
 from llm_from_scratch.word_segmentation import detokenize_ja
 
 # The compressed formats read by file extension, with the module that opens each.
@@ -392,7 +393,11 @@ def _load_file(builder: str, path: Path, paths: PathsConfig) -> datasets.Dataset
         _check_utf8(path)
     try:
         return datasets.load_dataset(
-            builder, data_files=str(path), split="train", cache_dir=_hf_cache(paths)
+            builder,
+            data_files=str(path),
+            split="train",
+            cache_dir=_hf_cache(paths),
+            encoding=FILE_ENCODING,  # a byte-order mark is no part of the first line
         )
     except DatasetGenerationError as error:
         if is_disk_full(error):  # writing datasets' cache, not reading `path`

@@ -43,6 +43,7 @@ from llm_from_scratch.decoding.common import Attention, Hypothesis, output_limit
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.export.ctranslate2_model import (
+    check_model_file,
     import_ctranslate2,
     load_tokenizers,
     read_manifest,
@@ -79,6 +80,7 @@ class CTranslate2Model:
         ctranslate2 = import_ctranslate2()
         self.directory = Path(directory)
         self.manifest = read_manifest(directory)
+        check_model_file(directory, self.manifest)
         self.src_tok, self.tgt_tok = load_tokenizers(directory, self.manifest)
         self.config: dict[str, Any] = self.manifest["config"]
         self.cfg = to_schema(self.config["model"], ModelConfig)

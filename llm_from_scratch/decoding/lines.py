@@ -7,6 +7,7 @@ import re
 import unicodedata
 
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.text_input import without_bom
 
 # Lines `translate_iter` translates at a time: enough for several length-sorted batches of
 # similar length, few enough that translations come out steadily.
@@ -17,6 +18,10 @@ BATCH_LINES = 256
 MAX_CHARS = 10_000
 # The scripts (the first word of a letter's Unicode name) each language is written in.
 SCRIPTS = {"en": ("LATIN",), "ja": ("HIRAGANA", "KATAKANA", "CJK")}
+LANGUAGE_NAMES = {"en": "English", "ja": "Japanese"}
+# What a text without a letter to translate (spaces, line breaks, control characters, a BOM)
+# gets: an empty translation, which keeps a file's lines aligned, and this said beside it.
+NOTHING_TO_TRANSLATE = "nothing to translate, only spaces and line breaks: the translation is empty"
 # Letters looked at to tell a line's language: enough for a verdict, never a long line's cost.
 SAMPLE_LETTERS = 400
 # The characters of Unicode's categories Cc, Zl and Zp: control characters and line breaks.
@@ -34,7 +39,8 @@ def split_lines(text: str) -> list[str]:
 
 
 def clean(text: str) -> str:
-    """Reject text that is not valid Unicode; control characters become spaces."""
+    """Reject text that is not valid Unicode; control characters become spaces, a leading
+    byte-order mark goes (`text_input.without_bom`)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:  # lone surrogates, e.g. undecodable bytes in argv
@@ -42,7 +48,7 @@ def clean(text: str) -> str:
             f"input is not valid UTF-8 text (at character {error.start}: "
             f"{text[max(0, error.start - 10) : error.start + 10]!r})"
         ) from None
-    return one_line(text).strip()
+    return without_bom(one_line(text).strip()).lstrip()
 
 
 def one_line(text: str) -> str:
@@ -69,3 +75,26 @@ def mostly_in(text: str, language: str) -> bool:
         return False
     inside = sum(unicodedata.name(char, "").startswith(scripts) for char in letters)
     return inside * 2 > len(letters)
+
+
+def has_text(text: str) -> bool:
+    """Whether `text` holds anything to translate: more than spaces, line breaks, control
+    characters and byte-order marks (what `clean` leaves of each line)."""
+    return any(clean(line) for line in split_lines(text))
+
+
+def language_name(code: str) -> str:
+    """`en` → English; a code this does not know as itself."""
+    return LANGUAGE_NAMES.get(code, code)
+
+
+def in_written_language(text: str, source_lang: str, target_lang: str) -> str | None:
+    """Where `text` is mostly in `target_lang` (Japanese given to an English→Japanese model),
+    what a user is told, the CLI and the API alike: `mostly Japanese, the language this model
+    writes; it reads English` (it is translated all the same); None otherwise."""
+    if not mostly_in(text, target_lang):
+        return None
+    return (
+        f"mostly {language_name(target_lang)}, the language this model writes; it reads "
+        f"{language_name(source_lang)}"
+    )

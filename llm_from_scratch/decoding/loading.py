@@ -12,6 +12,7 @@ import torch
 from llm_from_scratch.checkpoint import (
     CheckpointError,
     CheckpointSummary,
+    checkpoint_path,
     load_checkpoint,
     restore_for_inference,
 )
@@ -59,7 +60,9 @@ def decoding_settings(
 
 def restore_models(paths: Sequence[str | Path], device: torch.device) -> RestoredModels:
     """The model of one checkpoint, or the `Ensemble` of several, with the first one's tokenizers
-    and run config; every checkpoint must have the same tokenizers and source style."""
+    and run config; every checkpoint must have the same tokenizers and source style. A relative
+    path is read as `checkpoint_path` reads it."""
+    paths = [checkpoint_path(path) for path in paths]
     restored, summaries = [], []
     for path in paths:
         state = load_checkpoint(path)
@@ -91,6 +94,7 @@ def restore_export(
     directory: str | Path, device: str = "auto", compute_type: str = "default"
 ) -> RestoredModels:
     """The CTranslate2 engine of an export directory (`make export`), with its run config."""
+    directory = checkpoint_path(directory)
     model = CTranslate2Model(directory, device=device, compute_type=compute_type)
     manifest = model.manifest
     loaded = CheckpointSummary(
@@ -101,6 +105,7 @@ def restore_export(
 
 def restore_pretrained(directory: str | Path, device: torch.device) -> RestoredModels:
     """A transformers folder this project exported, read back into this project's model."""
+    directory = checkpoint_path(directory)
     state = pretrained_state(directory)
     model, src_tok, tgt_tok, config = restore_for_inference(state, device, origin=str(directory))
     loaded = CheckpointSummary.of(state, directory)

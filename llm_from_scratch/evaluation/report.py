@@ -4,6 +4,7 @@ summary of it a user reads."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,11 +61,19 @@ def has_repeated_ngram(tokens: Sequence[int], n: int = REPEAT_NGRAM) -> bool:
 
 
 def write_evaluation(output_dir: Path, hypotheses: Sequence[str], metrics: dict[str, Any]) -> None:
-    """`hypotheses.txt` (one line per source) and `metrics.json`, each written atomically."""
-    with atomic_writer(output_dir / "hypotheses.txt") as file:
-        file.write("".join(f"{line}\n" for line in hypotheses).encode("utf-8"))
-    with atomic_writer(output_dir / "metrics.json") as file:
-        file.write(json.dumps(metrics, ensure_ascii=False, indent=2).encode("utf-8") + b"\n")
+    """`hypotheses.txt` (one line per source) and `metrics.json`, each written atomically. A
+    folder made here goes again when they cannot both be written (a full disk): no evaluation
+    folder without its scores is left behind."""
+    made = not output_dir.exists()
+    try:
+        with atomic_writer(output_dir / "hypotheses.txt") as file:
+            file.write("".join(f"{line}\n" for line in hypotheses).encode("utf-8"))
+        with atomic_writer(output_dir / "metrics.json") as file:
+            file.write(json.dumps(metrics, ensure_ascii=False, indent=2).encode("utf-8") + b"\n")
+    except BaseException:
+        if made:
+            shutil.rmtree(output_dir, ignore_errors=True)
+        raise
 
 
 def summary(metrics: dict[str, Any]) -> str:

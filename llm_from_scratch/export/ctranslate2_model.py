@@ -4,7 +4,9 @@
                                CTranslate2's files, written by its `ModelSpec.save`
     <dir>/src_tokenizer.json, tgt_tokenizer.json      this project's tokenizers
     <dir>/manifest.json        the run, step, dev BLEU, quantization, tokenizer hashes and the
-                               run's config: what `Translator.from_export` needs besides the files
+                               run's config: what `Translator.from_export` needs besides the files;
+                               the sha256 of model.bin, checked when it loads, and that of the
+                               checkpoint's tensors, which tells an export rerun it is up to date
 
 How this project's Transformer maps onto the spec (see model/layers.py and model/transformer.py):
 - Embeddings are scaled by √d_model (`scale_embeddings`), then the positions are added. The
@@ -22,6 +24,7 @@ How this project's Transformer maps onto the spec (see model/layers.py and model
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from dataclasses import dataclass
@@ -32,7 +35,12 @@ import numpy as np
 import torch
 
 from llm_from_scratch.atomic import atomic_writer, give_file_modes
-from llm_from_scratch.checkpoint import CheckpointSummary, load_checkpoint, restore_for_inference
+from llm_from_scratch.checkpoint import (
+    DIGEST_KEY,
+    CheckpointSummary,
+    load_checkpoint,
+    restore_for_inference,
+)
 from llm_from_scratch.export.formats import CTRANSLATE2_MANIFEST, QUANTIZATIONS, ExportError
 from llm_from_scratch.model.layers import sinusoidal_positions
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
@@ -41,6 +49,7 @@ from llm_from_scratch.tokenizer.special_tokens import BOS, EOS, PAD
 
 MANIFEST = CTRANSLATE2_MANIFEST
 TOKENIZER_FILES = {"src": "src_tokenizer.json", "tgt": "tgt_tokenizer.json"}
+MODEL_FILE = "model.bin"  # CTranslate2's weights
 FORMAT = "llm-from-scratch-ctranslate2"
 VERSION = 1
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which the model uses
@@ -81,6 +90,7 @@ class ExportSummary:
     directory: Path
     quantization: str
     manifest: dict[str, Any]
+    up_to_date: bool = False  # the directory held this export already: nothing was written
 
 
 def export_checkpoint(
@@ -99,12 +109,19 @@ def export_checkpoint(
         )
     ctranslate2 = import_ctranslate2()
     output_dir = Path(output_dir)
+    state = load_checkpoint(checkpoint)
     if output_dir.exists() and not force:
+        settings = {
+            "source_sha256": state.get(DIGEST_KEY),
+            "quantization": quantization,
+            "ctranslate2_version": ctranslate2.__version__,
+        }
+        if settings["source_sha256"] is not None and _holds(output_dir, settings):
+            return ExportSummary(output_dir, quantization, read_manifest(output_dir), True)
         raise ExportError(
             f"{output_dir} exists{_holding(output_dir)}; pass --force to replace it with this "
             f"export ({quantization}), or --output DIR to write this one elsewhere"
         )
-    state = load_checkpoint(checkpoint)
     model, src_tok, tgt_tok, config = restore_for_inference(state, "cpu", origin=str(checkpoint))
     spec = transformer_spec(model, src_tok, tgt_tok, ctranslate2)
     spec.validate()
@@ -125,12 +142,14 @@ def export_checkpoint(
             for side, tok in (("src", src_tok), ("tgt", tgt_tok))
         },
         "config": config,
+        "source_sha256": state.get(DIGEST_KEY),  # None: a checkpoint from before the digest
     }
     # Written beside, then moved in place: a reader never sees half an export.
     staging = output_dir.with_name(output_dir.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     spec.save(str(staging))
+    manifest["model_sha256"] = file_sha256(staging / MODEL_FILE)
     src_tok.save(staging / TOKENIZER_FILES["src"])
     tgt_tok.save(staging / TOKENIZER_FILES["tgt"])
     with atomic_writer(staging / MANIFEST) as file:
@@ -241,6 +260,42 @@ def _holding(directory: Path) -> str:
     except ExportError:
         return ""
     return f" (an export of step {manifest['step']}, {manifest['quantization']})"
+
+
+def _holds(directory: Path, settings: dict[str, Any]) -> bool:
+    """Whether the export at `directory` is whole and made with `settings` (its manifest's keys):
+    an export rerun with them has nothing to do."""
+    try:
+        manifest = read_manifest(directory)
+        check_model_file(directory, manifest)
+    except ExportError:
+        return False
+    return all(manifest.get(key) == value for key, value in settings.items())
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_model_file(directory: str | Path, manifest: dict[str, Any]) -> None:
+    """Refuse an export whose model.bin differs from the sha256 its manifest saved (an export
+    from before that digest is taken as it is)."""
+    saved = manifest.get("model_sha256")
+    if saved is None:
+        return
+    path = Path(directory) / MODEL_FILE
+    if not path.is_file():
+        raise ExportError(f"{path} does not exist: the export is incomplete; export it again")
+    actual = file_sha256(path)
+    if actual != saved:
+        raise ExportError(
+            f"{path} is damaged: it does not match the sha256 its {MANIFEST} saved "
+            f"({actual[:12]}… != {saved[:12]}…); export it again"
+        )
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:

@@ -42,8 +42,11 @@ import torch
 
 from llm_from_scratch.atomic import atomic_writer, give_file_modes
 from llm_from_scratch.checkpoint import (
+    DIGEST_KEY,
     CheckpointSummary,
+    check_finite,
     load_checkpoint,
+    reason,
     restore_for_inference,
 )
 from llm_from_scratch.errors import UserError
@@ -321,6 +324,7 @@ class TransformersExport:
     model_class: str
     seconds: float
     manifest: dict[str, Any]
+    up_to_date: bool = False  # the folder held this export already: nothing was written
 
 
 def export_to_transformers(
@@ -338,11 +342,16 @@ def export_to_transformers(
     started = time.perf_counter()
     transformers = import_transformers()
     output_dir = Path(output_dir)
+    state = load_checkpoint(checkpoint)
     if output_dir.exists() and not force:
+        held = _manifest_of(output_dir)
+        digest = state.get(DIGEST_KEY)
+        if digest is not None and held is not None and _made_with(held, digest, transformers):
+            seconds = time.perf_counter() - started
+            return TransformersExport(output_dir, held["model_class"], seconds, held, True)
         raise TransformersExportError(
             f"{output_dir} exists; remove it or pass --force to replace it"
         )
-    state = load_checkpoint(checkpoint)
     model, src_tok, tgt_tok, config = restore_for_inference(state, "cpu", origin=str(checkpoint))
     shared = bool(config["tokenizer"]["shared"])
     layout = Layout.of(src_tok, tgt_tok, shared)
@@ -367,6 +376,7 @@ def export_to_transformers(
             for side, tok in (("src", src_tok), ("tgt", tgt_tok))
         },
         "config": config,
+        "source_sha256": state.get(DIGEST_KEY),  # None: a checkpoint from before the digest
     }
     # Written beside, then moved in place: a reader never sees half an export.
     staging = output_dir.with_name(output_dir.name + ".partial")
@@ -518,6 +528,8 @@ def pretrained_state(directory: str | Path) -> dict[str, Any]:
         )
     if tied:
         ours["output_proj.weight"] = ours["decoder.embedding.token.weight"]
+    # No digest: a folder saved again after fine-tuning is as valid as the export.
+    check_finite(ours, f"{directory}/model.safetensors")
     state = {
         "model": ours,
         "config": config,
@@ -539,6 +551,23 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise TransformersExportError(f"{path} cannot be read: {error}") from None
 
 
+def _made_with(manifest: dict[str, Any], digest: str, transformers: Any) -> bool:
+    """Whether an export's manifest says it holds the weights of `digest`, as this version of
+    transformers writes them."""
+    return (
+        manifest.get("source_sha256") == digest
+        and manifest.get("transformers_version") == transformers.__version__
+    )
+
+
+def _manifest_of(directory: Path) -> dict[str, Any] | None:
+    """The manifest of a folder this project exported; None for anything else."""
+    try:
+        return read_manifest(directory)
+    except UserError:
+        return None
+
+
 def _read_safetensors(directory: Path) -> dict[str, torch.Tensor]:
     try:
         from safetensors.torch import load_file
@@ -552,4 +581,4 @@ def _read_safetensors(directory: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(str(path))
     except Exception as error:  # safetensors raises its own error types for a bad file
-        raise TransformersExportError(f"{path} cannot be read: {error}") from None
+        raise TransformersExportError(f"{path} cannot be read: {reason(error)}") from None

@@ -60,7 +60,7 @@ def check_no_gap(run_dir: RunDir, last: int) -> None:
     snapshots = run_dir.snapshot_paths()
     if not snapshots:
         return
-    training = load_checkpoint(snapshots[-1], mmap=True)["config"].get("training", {})
+    training = load_checkpoint(snapshots[-1], mmap=True, verify=False)["config"].get("training", {})
     count = min(last, training.get("keep_snapshots", last))
     step = missing_snapshot(run_dir, count)
     if step is not None:

@@ -27,7 +27,7 @@ from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.data.sources import dataset_dir
 from llm_from_scratch.display import shown
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.paths import PathsConfig, check_directory, config_dir
+from llm_from_scratch.paths import PathsConfig, check_directory, check_inside, config_dir
 from llm_from_scratch.programs.command import exit_on_user_error
 from llm_from_scratch.schema import to_schema, unknown_key
 
@@ -74,7 +74,12 @@ def check_raw_data_writable(data: DataConfig, paths: PathsConfig) -> None:
 
 
 def compose_config(config_name: str, overrides: Sequence[str], schema: type[Schema]) -> Schema:
-    """Compose `configs/<config_name>.yaml` with Hydra `overrides` and validate it as `schema`."""
+    """Compose `configs/<config_name>.yaml` with Hydra `overrides` and validate it as `schema`.
+    An option of a config group (`data=NAME`) must name a file inside the group's folder."""
+    for override in overrides:
+        key, equals, value = override.lstrip("+~").partition("=")
+        if equals and (config_dir() / key).is_dir():
+            check_inside(config_dir() / key, value, f"{key}={value}", "a config file")
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
             cfg = compose(config_name=config_name, overrides=list(overrides))

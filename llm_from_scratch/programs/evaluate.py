@@ -228,8 +228,10 @@ def data_config(name: str | None, settings: dict[str, str]) -> DataConfig | None
         if keys:
             raise UsageError(f"{keys[0]} sets a key of --data NAME's config: add --data")
         return None
+    from llm_from_scratch.paths import check_inside, config_dir
     from llm_from_scratch.programs.common import compose_config, register_schema
 
+    check_inside(config_dir() / "data", name, f"--data {name}", "a config file")
     register_schema("evaluate_schema", EvaluateConfig)  # its DataConfig types the data keys
     return compose_config("evaluate", [f"data={name}", *keys], EvaluateConfig).data
 

@@ -64,11 +64,18 @@ def main(argv: Sequence[str]) -> int:
         exported = export_to_transformers(
             checkpoint, output, run=run, force=args.force, hub_name=args.push_to_hub
         )
-        print(
-            f"exported {checkpoint} as {exported.model_class} to {exported.directory} "
-            f"in {exported.seconds:.1f} s",
-            file=sys.stderr,
-        )
+        if exported.up_to_date:
+            print(
+                f"{exported.directory} is up to date: it holds {checkpoint}'s weights; nothing "
+                "to do (--force writes it again)",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"exported {checkpoint} as {exported.model_class} to {exported.directory} "
+                f"in {exported.seconds:.1f} s",
+                file=sys.stderr,
+            )
         if args.push_to_hub:
             url = push_to_hub(exported.directory, args.push_to_hub, private=args.private)
             print(f"uploaded {exported.directory} to {url}", file=sys.stderr)
@@ -82,6 +89,13 @@ def main(argv: Sequence[str]) -> int:
         run=run,
         force=args.force,
     )
+    if summary.up_to_date:
+        print(
+            f"{summary.directory} is up to date: it holds {checkpoint}'s weights "
+            f"({summary.quantization}); nothing to do (--force writes it again)",
+            file=sys.stderr,
+        )
+        return 0
     print(f"exported {checkpoint} ({summary.quantization}) to {summary.directory}", file=sys.stderr)
     return 0
 

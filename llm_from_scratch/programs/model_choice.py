@@ -60,7 +60,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 def model_file(args: argparse.Namespace, runs_dir: str | Path | None = None) -> Path:
     """The checkpoint (with `--engine ctranslate2`: the export directory) the model flags name;
     `runs_dir` defaults to the project's `runs/`."""
-    from llm_from_scratch.checkpoint import run_model
+    from llm_from_scratch.checkpoint import checkpoint_path, run_model
     from llm_from_scratch.display import shown
     from llm_from_scratch.export.formats import CTRANSLATE2_MANIFEST, ExportError, run_export_dir
     from llm_from_scratch.paths import PathsConfig
@@ -73,7 +73,7 @@ def model_file(args: argparse.Namespace, runs_dir: str | Path | None = None) -> 
             if path and Path(path).is_dir():
                 raise UsageError(directory_given(flag, Path(path), runs_dir))
     if args.checkpoint:
-        return Path(args.checkpoint)
+        return checkpoint_path(args.checkpoint)
     runs_dir = runs_dir or PathsConfig().runs_dir
     if engine == "ctranslate2":
         directory = run_export_dir(runs_dir, args.run, "ctranslate2")

@@ -36,8 +36,12 @@ from typing import TYPE_CHECKING
 from llm_from_scratch.decoding.lines import (
     BATCH_LINES,
     MAX_CHARS,
+    NOTHING_TO_TRANSLATE,
     InputError,
     check_length,
+    has_text,
+    in_written_language,
+    language_name,
     mostly_in,
 )
 from llm_from_scratch.errors import UserError
@@ -53,8 +57,6 @@ from llm_from_scratch.programs.prompt import prompt_lines
 
 if TYPE_CHECKING:
     from llm_from_scratch.decoding.translator import Translation, Translator
-
-LANGUAGE_NAMES = {"en": "English", "ja": "Japanese"}  # in the interactive prompt's greeting
 
 
 def main(argv: Sequence[str]) -> int:
@@ -72,14 +74,17 @@ def main(argv: Sequence[str]) -> int:
         sys.stdout.reconfigure(encoding="utf-8", errors="replace")
     try:
         if file_lines is not None:
+            warn_of_blank(file_lines, str(args.input))
             warn_of_language(file_lines, translator)
             write_with_progress(translator, file_lines, args.batch_lines)
         elif args.texts:
+            warn_of_blank(args.texts, "the input")
             warn_of_language(args.texts, translator)
             write(translator.translate_iter(args.texts, args.batch_lines))
         elif not sys.stdin.isatty():
             lines = read_lines(sys.stdin.buffer.read(), "stdin")
             check_length(lines, "stdin", args.max_chars)
+            warn_of_blank(lines, "stdin")
             warn_of_language(lines, translator)
             write_with_progress(translator, lines, args.batch_lines)
         else:
@@ -162,6 +167,13 @@ def read_lines(data: bytes, origin: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+def warn_of_blank(lines: Sequence[str], origin: str) -> None:
+    """One line on stderr when none of `lines` holds text to translate (`"   "`): each line's
+    translation is empty, as the API answers such a text."""
+    if not any(has_text(line) for line in lines):
+        print(f"warning: {origin} has {NOTHING_TO_TRANSLATE}", file=sys.stderr)
+
+
 def warn_of_language(lines: Sequence[str], translator: Translator) -> None:
     """One line on stderr when lines are mostly in the language the model translates into
     (Japanese given to an English→Japanese model): they are translated all the same."""
@@ -172,18 +184,13 @@ def warn_of_language(lines: Sequence[str], translator: Translator) -> None:
     ]
     if not wrong:
         return
-    target = LANGUAGE_NAMES.get(translator.target_lang, translator.target_lang)
-    source = LANGUAGE_NAMES.get(translator.source_lang, translator.source_lang)
     which = (
         f"line {wrong[0]} is"
         if len(wrong) == 1
         else f"{len(wrong)} lines (from line {wrong[0]}) are"
     )
-    print(
-        f"warning: {which} mostly {target}, the language this model writes; it reads "
-        f"{source}: translating anyway",
-        file=sys.stderr,
-    )
+    note = in_written_language(lines[wrong[0] - 1], translator.source_lang, translator.target_lang)
+    print(f"warning: {which} {note}: translating anyway", file=sys.stderr)
 
 
 def write_with_progress(translator: Translator, lines: list[str], batch_lines: int) -> None:
@@ -231,7 +238,7 @@ def write(
 
 
 def _interactive(translator: Translator, max_chars: int) -> None:
-    language = LANGUAGE_NAMES.get(translator.source_lang, translator.source_lang)
+    language = language_name(translator.source_lang)
     print(f"Type {language} text and press Enter; Ctrl-D quits.", file=sys.stderr)
     for line in prompt_lines(f"{translator.source_lang}> "):
         try:

@@ -8,7 +8,10 @@ before it is read (413), a request that would queue more than `serving.max_queue
 with `Retry-After`, as does one not answered within `serving.deadline_s`. A request whose client
 disconnects is dropped from the queue (and stops its batch when it was the batch's last). The
 body is JSON, sent with `Content-Type: application/json`; one without it gets 415 naming the
-header."""
+header. A text of more than `serving.max_tokens` source tokens is refused (422) before it is
+queued: what a text's decoding costs grows with its tokens, and a text of characters the
+vocabulary lacks takes several a character. The `Host` header, security headers and `HEAD` are
+`guard.py`'s."""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from starlette.exceptions import HTTPException
 from llm_from_scratch.serving.batcher import MicroBatcher, QueueFull
 from llm_from_scratch.serving.body_limit import BodyLimit
 from llm_from_scratch.serving.config import ServingConfig
+from llm_from_scratch.serving.guard import Guard
 from llm_from_scratch.serving.service import (
     ModelInfo,
     Search,
@@ -117,6 +121,19 @@ def check_request(request: TranslateRequest, limits: ServingConfig, default_beam
     return Search(beam, request.nbest, request.attention)
 
 
+def check_tokens(tokens: Sequence[int], limits: ServingConfig) -> None:
+    """Refuse, naming it, the first text of more source tokens (`tokens`, EOS included) than
+    `serving.max_tokens`."""
+    for index, count in enumerate(tokens):
+        if count > limits.max_tokens:
+            raise RequestError(
+                422,
+                f"texts[{index}]: {count} tokens, at most {limits.max_tokens} allowed "
+                "(serving.max_tokens; characters the model's vocabulary lacks take several "
+                "tokens each): send it in parts",
+            )
+
+
 def validation_message(errors: Sequence[Any]) -> str:
     """pydantic's first complaint about a request body as one line; a field the request has no
     such name for comes first, with the name meant: `{"text": ...}` is told of `texts`, before
@@ -194,10 +211,14 @@ async def _disconnected(request: Request) -> None:
 
 
 def create_app(
-    service: TranslationService, limits: ServingConfig, decoder: Executor | None = None
+    service: TranslationService,
+    limits: ServingConfig,
+    decoder: Executor | None = None,
+    host: str = "127.0.0.1",
 ) -> FastAPI:
     """The app; `decoder` is the executor that decodes (default: asyncio's), for a torch model
-    the one thread that loaded it (`programs/serve.py`)."""
+    the one thread that loaded it (`programs/serve.py`); `host` the address it is bound to,
+    which decides the `Host` names it answers (`guard.py`)."""
     batcher = MicroBatcher(
         service.translate,
         limits.batch_tokens,
@@ -230,7 +251,8 @@ def create_app(
             tokens = service.source_tokens(request.texts)
         else:  # off the event loop, which keeps answering other requests meanwhile
             tokens = await asyncio.to_thread(service.source_tokens, request.texts)
-        submitted = batcher.submit(search, request.texts, tokens)
+        check_tokens(tokens, limits)
+        submitted = batcher.submit(search, request.texts, sum(tokens))
         translations = await answer_while_wanted(
             http, submitted, limits.deadline_s, batcher.retry_after_s
         )
@@ -247,6 +269,7 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+    app.add_middleware(Guard, bind=host, allowed_hosts=limits.hosts)  # the outermost
 
     @app.exception_handler(RequestError)
     async def refused(request: Request, error: RequestError) -> JSONResponse:

@@ -4,11 +4,13 @@ loaded `Translator` (either engine), and the facts about its model."""
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass, replace
 
 from llm_from_scratch.data.names import restore_names
 from llm_from_scratch.data.placeholders import restore_numbers
+from llm_from_scratch.decoding.lines import NOTHING_TO_TRANSLATE, has_text, in_written_language
 from llm_from_scratch.decoding.segmentation import SourceSentence
 from llm_from_scratch.decoding.translator import SentenceTranslation, Translation, Translator
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
@@ -56,11 +58,15 @@ class ServedTranslation:
     score: float | None  # the best candidate's; None for an empty text
     candidates: list[ScoredText]  # nbest of them, best first
     sentences: list[ServedSentence]  # in order; none for an empty text
+    # What the text's translation may surprise with, as translate.py warns of it: a text with
+    # nothing to translate, or one mostly in the language the model writes. None: nothing.
+    warning: str | None = None
 
 
 @dataclass
 class ModelInfo:
     run: str | None  # None when served from --checkpoint
+    # The checkpoint's file name (an export: its folder's), never where it lies on the server.
     checkpoint: str
     step: int | None
     dev_bleu: float | None  # greedy BLEU on the dev sentences validation scores
@@ -69,6 +75,26 @@ class ModelInfo:
     beam: int  # a request's default beam size
     engine: str  # torch, or ctranslate2 (an export; `checkpoint` is its directory)
     direction: str  # "<source>-<target>", the run's data.direction: "en-ja", "ja-en"
+
+
+def release_memory() -> None:
+    """Give the memory a decoding freed back to the system. glibc keeps freed heap for the
+    process (a long text's beams would hold the server's size up for good); `malloc_trim`
+    returns it. Elsewhere (another C library) nothing is done."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _glibc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim  # noqa: B018  (a C library without it: not glibc)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+_LIBC = _glibc()
 
 
 class Abandoned(Exception):
@@ -81,7 +107,7 @@ class TranslationService:
         first = translator.checkpoints[0] if translator.checkpoints else None
         self.info = ModelInfo(
             run=run,
-            checkpoint=str(first.path) if first else "",
+            checkpoint=first.path.name if first else "",
             step=first.step if first else None,
             dev_bleu=first.dev_bleu if first else None,
             averaged_from=first.averaged_from if first else 0,
@@ -97,9 +123,10 @@ class TranslationService:
         self._stop: threading.Event | None = None
         translator.model.call_between_steps(self._stop_if_abandoned)
 
-    def source_tokens(self, texts: list[str]) -> int:
-        """About the source tokens `texts` decode to: what they count against a batch's budget."""
-        return sum(len(self.translator.src_tok.encode(text)) + 1 for text in texts)  # + EOS
+    def source_tokens(self, texts: list[str]) -> list[int]:
+        """About the source tokens each of `texts` decodes (EOS included): what bounds its
+        decoding's cost (`serving.max_tokens`), and counts against a batch's budget."""
+        return [len(self.translator.src_tok.encode(text)) + 1 for text in texts]
 
     def translate(
         self, search: Search, texts: list[str], stop: threading.Event | None = None
@@ -110,6 +137,7 @@ class TranslationService:
             return self._translate(search, texts)
         finally:
             self._stop = None
+            release_memory()
 
     def _stop_if_abandoned(self) -> None:
         if self._stop is not None and self._stop.is_set():
@@ -117,9 +145,22 @@ class TranslationService:
 
     def _translate(self, search: Search, texts: list[str]) -> list[ServedTranslation]:
         translations = self._translator(search.beam, search.nbest).translate(texts)
-        return [self._served(translation, search.attention) for translation in translations]
+        return [
+            self._served(translation, search.attention, self.warning(text))
+            for text, translation in zip(texts, translations, strict=True)
+        ]
 
-    def _served(self, translation: Translation, attention: bool) -> ServedTranslation:
+    def warning(self, text: str) -> str | None:
+        """What the translation of `text` comes with (`ServedTranslation.warning`)."""
+        if not has_text(text):
+            return f"the text has {NOTHING_TO_TRANSLATE}"
+        source, target = self.translator.source_lang, self.translator.target_lang
+        note = in_written_language(text, source, target)
+        return None if note is None else f"the text is {note}: translated anyway"
+
+    def _served(
+        self, translation: Translation, attention: bool, warning: str | None
+    ) -> ServedTranslation:
         best = translation.candidates[0] if translation.candidates else None
         sentences = [
             ServedSentence(
@@ -136,6 +177,7 @@ class TranslationService:
             score=best.score if best else None,
             candidates=[ScoredText(c.text, c.score) for c in translation.candidates],
             sentences=sentences,
+            warning=warning,
         )
 
     def _translator(self, beam: int, nbest: int) -> Translator:

@@ -27,14 +27,16 @@ def missing_snapshot(run_dir: RunDir, count: int, newest: int | None = None) -> 
     is left: the newest snapshot) back through each snapshot's predecessor."""
     present = {snapshot_step(path): path for path in run_dir.snapshot_paths()}
     if newest is None and run_dir.last.is_file():
-        newest = load_checkpoint(run_dir.last, mmap=True)["progress"].get("last_snapshot", 0)
+        newest = load_checkpoint(run_dir.last, mmap=True, verify=False)["progress"].get(
+            "last_snapshot", 0
+        )
     step = newest or max(present, default=0)
     for _ in range(count):
         if step <= 0:
             return None
         if step not in present:
             return step
-        step = load_checkpoint(present[step], mmap=True).get("previous_snapshot", 0)
+        step = load_checkpoint(present[step], mmap=True, verify=False).get("previous_snapshot", 0)
     return None
 
 

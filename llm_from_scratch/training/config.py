@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omegaconf import MISSING
@@ -12,7 +13,7 @@ from llm_from_scratch.data.config import DataConfig
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.errors import ConfigError, check_choice, check_range
 from llm_from_scratch.model.config import ModelConfig, check_width
-from llm_from_scratch.paths import PathsConfig, RunDir
+from llm_from_scratch.paths import PathsConfig, RunDir, check_inside
 from llm_from_scratch.precision import PRECISIONS
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 
@@ -182,6 +183,7 @@ class TrainConfig:
     decoding: DecodingConfig = MISSING
 
     def __post_init__(self) -> None:
+        check_inside(Path(self.paths.runs_dir), self.name, f"name={self.name}")  # before any work
         short = self.training.short_run
         if short is not None and short.batch_tokens is not None:
             self.data.check_batch_tokens(short.batch_tokens, "training.short_run.batch_tokens")

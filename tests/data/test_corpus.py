@@ -322,3 +322,30 @@ def test_the_dialogue_corpora_are_read_as_given_with_dev_carved_by_document(
         train_docs = {document[pair] for pair in train_pairs & only_one}
         dev_docs = {document[pair] for pair in dev_pairs & only_one}
         assert dev_docs and not train_docs & dev_docs, name
+
+
+@pytest.mark.parametrize("split", ["train", "test"])  # what training reads, what evaluate scores
+@pytest.mark.parametrize("format_", ["parallel", "tsv", "jsonl"])
+def test_a_file_saved_with_a_byte_order_mark_reads_without_it(
+    tmp_path, local_config, paths, format_, split
+):
+    bom = "\ufeff"
+    folder = tmp_path / "bom"
+    folder.mkdir()
+    pairs = [("Hello.", "こんにちは。"), ("Bye.", "さようなら。")]
+    if format_ == "parallel":
+        for side, lang in enumerate(("en", "ja")):
+            text = "".join(f"{pair[side]}\n" for pair in pairs)
+            (folder / f"{split}.{lang}").write_text(bom + text, encoding="utf-8")
+        corpus = {"splits": {"train": "train", "dev": "train", "test": "test"}}
+    else:
+        lines = [f"{en}\t{ja}" if format_ == "tsv" else json.dumps({"en": en, "ja": ja})
+                 for en, ja in pairs]  # fmt: skip
+        name = f"{split}.{format_}"
+        (folder / name).write_text(bom + "\n".join(lines) + "\n", encoding="utf-8")
+        columns = {"src_column": "en", "tgt_column": "ja"} if format_ == "jsonl" else {}
+        corpus = {"format": format_, "splits": {"train": name, "dev": name, "test": name}}
+        corpus |= columns
+    cfg = local_config("bom", corpus={**corpus, "dev_fraction": 0.0, "test_fraction": 0.0})
+    read = load_split(cfg, split, paths)
+    assert (read["src"], read["tgt"]) == ([en for en, _ in pairs], [ja for _, ja in pairs])

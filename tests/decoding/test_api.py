@@ -27,16 +27,17 @@ def readme_example() -> str:
 
 def test_readme_example_runs_and_loads_each_model_once(tmp_path, monkeypatch, capsys, tokenizer):
     monkeypatch.setenv(ROOT_VARIABLE, str(tmp_path))  # the project whose runs/ it uses
-    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"  # as printed, from any directory: nothing else there
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     for name in ("averaged.pt", "best.pt"):
         save_run_checkpoint(tmp_path / "runs" / "default" / name, tokenizer, 300, {"bleu": 9.0})
-    Path("news.txt").write_text("One.\nTwo.\nThree.\n", encoding="utf-8")
     loaded = []
     load = loading.load_checkpoint
     monkeypatch.setattr(loading, "load_checkpoint", lambda path: loaded.append(path) or load(path))
     exec(compile(readme_example(), "README.md", "exec"), {})
     printed = capsys.readouterr().out.split("\n")[:-1]
-    assert len(printed) == 1 + 3 + 3  # a translation, 3 scored candidates, the 3 lines of news
+    assert len(printed) == 1 + 3 + 2  # a translation, 3 scored candidates, 2 more translations
     assert all(
         line.split(" ", 1)[0].lstrip("-").replace(".", "").isdigit() for line in printed[1:4]
     )

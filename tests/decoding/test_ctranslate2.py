@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import shutil
 import sys
@@ -358,6 +359,27 @@ def test_an_existing_directory_needs_force(checkpoint: Path, exported: Path):
         export_program.main(argv)
 
 
+def test_an_export_rerun_with_the_same_settings_is_up_to_date(
+    checkpoint: Path, exported: Path, capsys
+):
+    written = (exported / "model.bin").stat().st_mtime_ns
+    assert export_program.main(["--checkpoint", str(checkpoint)]) == 0
+    assert capsys.readouterr().err == (
+        f"{exported} is up to date: it holds {checkpoint}'s weights (float32); nothing to do "
+        "(--force writes it again)\n"
+    )
+    assert (exported / "model.bin").stat().st_mtime_ns == written
+
+
+def test_an_export_whose_model_file_changed_is_refused(exported: Path, tmp_path):
+    copied = shutil.copytree(exported, tmp_path / "copy")
+    with (copied / "model.bin").open("r+b") as file:
+        file.seek(-4, os.SEEK_END)
+        file.write(b"\xff" * 4)
+    with pytest.raises(ExportError, match=r"model\.bin is damaged: it does not match the sha256"):
+        Translator.from_export(copied, device="cpu")
+
+
 def test_without_ctranslate2_the_error_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # `import ctranslate2` fails
     with pytest.raises(ExportError, match=re.escape(INSTALL_HINT)):
@@ -371,7 +393,7 @@ def test_the_api_serves_the_export(exported: Path):
     from llm_from_scratch.serving.config import ServingConfig
 
     service = TranslationService(Translator.from_export(exported, device="cpu"), run="tiny")
-    with TestClient(create_app(service, ServingConfig())) as client:
+    with TestClient(create_app(service, ServingConfig()), base_url="http://localhost") as client:
         health = client.get("/api/health").json()
         response = client.post(
             "/api/translate", json={"texts": ["the cat sat."], "beam": 2, "attention": True}

@@ -501,6 +501,11 @@ def test_export_program_writes_the_folder(separate, tmp_path, capsys):
     assert export_program.main([*args, "--output", str(output)]) == 0
     assert (output / "model.safetensors").is_file()
     assert "as PegasusForConditionalGeneration" in capsys.readouterr().err
+    assert export_program.main([*args, "--output", str(output)]) == 0  # the same again
+    assert f"{output} is up to date: it holds" in capsys.readouterr().err
+    manifest = json.loads((output / "llm_from_scratch.json").read_text(encoding="utf-8"))
+    manifest["source_sha256"] = "0" * 64  # the export of another checkpoint
+    (output / "llm_from_scratch.json").write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(TransformersExportError, match="exists; remove it or pass --force"):
         export_program.main([*args, "--output", str(output)])
     with pytest.raises(Exception, match="--quantization is CTranslate2's"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -270,3 +271,49 @@ def test_missing_run_lists_the_runs_there_are(runs):
         CheckpointError, match=r"no run 'tiny' .* \(runs with a model: default, smoke\)"
     ):
         translate_cli.main(["--run", "tiny", "Hi."])
+
+
+def test_a_relative_checkpoint_path_is_found_from_anywhere_as_a_run_is(
+    monkeypatch, capsys, runs, tmp_path
+):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    relative = "runs/default/best.pt"
+    translator = Translator.from_checkpoint(relative, device="cpu")
+    assert translator.checkpoints[0].path == runs / "default" / "best.pt"
+    assert translate_cli.main(["--checkpoint", relative, "Hi."]) == 0
+    (elsewhere / "runs" / "default").mkdir(parents=True)
+    (elsewhere / relative).write_bytes((runs / "default" / "best.pt").read_bytes())
+    here = Translator.from_checkpoint(relative, device="cpu")  # the working directory's first
+    assert here.checkpoints[0].path == Path(relative)
+
+
+def test_a_checkpoint_found_nowhere_names_the_paths_tried(monkeypatch, runs, tmp_path):
+    monkeypatch.chdir(tmp_path / "runs")
+    message = (
+        f"checkpoint runs/nope/best.pt does not exist (looked for "
+        f"{tmp_path / 'runs' / 'runs/nope/best.pt'} and {tmp_path / 'runs/nope/best.pt'})"
+    )
+    for load in (
+        lambda: Translator.from_checkpoint("runs/nope/best.pt", device="cpu"),
+        lambda: translate_cli.main(["--checkpoint", "runs/nope/best.pt", "Hi."]),
+    ):
+        with pytest.raises(CheckpointError, match="^" + re.escape(message) + "$"):
+            load()
+
+
+@pytest.mark.parametrize(("args", "stdin", "origin"), [(["   \n  "], None, "the input"),
+                                                        ([], b" \n\t\n", "stdin")])  # fmt: skip
+def test_whitespace_alone_gets_empty_lines_and_a_warning(
+    monkeypatch, capsys, checkpoint, args, stdin, origin
+):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    assert translate_cli.main(["--checkpoint", str(checkpoint), *args]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "\n\n"  # one line out per line in, as the API answers ""
+    assert captured.err.endswith(
+        f"warning: {origin} has nothing to translate, only spaces and line breaks: the "
+        "translation is empty\n"
+    )

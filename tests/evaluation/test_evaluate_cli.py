@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 from pathlib import Path
 
 import pytest
 
+from llm_from_scratch.atomic import DiskFullError
 from llm_from_scratch.data import corpus
 from llm_from_scratch.data.corpus import CORPUS_COLUMN
 from llm_from_scratch.errors import ConfigError
@@ -34,6 +37,8 @@ def checkpoint(tmp_path_factory):
         (["paths.raw=x"], ConfigError, "paths.raw is not a paths setting; did you mean paths.raw_"),
         (["data.mirror=x"], UsageError, "data.mirror=x sets a key of --data NAME's config"),
         (["--data", "nope"], ConfigError, "nope"),
+        (["--data", "../../../etc/passwd"], ConfigError, "--data ../../../etc/passwd leads outsi"),
+        (["--data", "/etc/passwd"], ConfigError, "--data /etc/passwd leads outside"),
         (["--engine", "ctranslate2", "--ensemble", "b"], UsageError, "not an ensemble"),
     ],
 )
@@ -91,6 +96,39 @@ def test_help_lists_the_flags_and_the_settings(capsys):
         assert flag in help_text
     for key in ("decoding=PRESET", "decoding.KEY=VALUE", "data.mirror=DIR", "paths.runs_dir"):
         assert key in help_text
+
+
+def test_a_full_disk_leaves_no_empty_evaluation_folder(
+    checkpoint, corpus_mirror, tmp_path, monkeypatch
+):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "best.pt").write_bytes(checkpoint.read_bytes())
+
+    fsync = os.fsync
+
+    def full_in_the_run(fd: int) -> None:  # each file's last write before it is in place
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(run)):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full_in_the_run)
+    with pytest.raises(DiskFullError):
+        evaluate_cli.main(
+            [
+                "--checkpoint",
+                str(run / "best.pt"),
+                "decoding=greedy",
+                "--limit",
+                "2",
+                "--data",
+                "small_parallel_enja",
+                f"data.mirror={corpus_mirror}",
+                f"paths.raw_dir={tmp_path / 'raw'}",
+                f"paths.cache_dir={tmp_path / 'cache'}",
+            ]
+        )
+    assert sorted(path.name for path in run.iterdir()) == ["best.pt"]
 
 
 @pytest.mark.parametrize("detokenize", [True, False])

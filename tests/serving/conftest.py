@@ -17,6 +17,8 @@ from llm_from_scratch.serving.service import TranslationService
 from tests.decoding.builders import save_run_checkpoint, tiny_tokenizer
 
 STEP, DEV_BLEU, AVERAGED = 120, 3.4, 2  # what the tiny checkpoint says of itself
+# Where the test clients send their requests: a name the app, bound to loopback, answers.
+LOCAL = "http://localhost"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -47,7 +49,9 @@ def client(service: TranslationService) -> Callable[..., TestClient]:
 
     def _client(**limits: object) -> TestClient:
         opened = TestClient(
-            create_app(service, ServingConfig(**limits)), raise_server_exceptions=False
+            create_app(service, ServingConfig(**limits)),
+            raise_server_exceptions=False,
+            base_url=LOCAL,
         )
         clients.append(opened.__enter__())
         return opened

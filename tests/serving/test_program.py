@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from llm_from_scratch.programs import serve
 from llm_from_scratch.programs.arguments import UsageError
 from llm_from_scratch.programs.serve import main, parse_args, serving_config
 from llm_from_scratch.serving.service import TranslationService
+from tests.serving.conftest import LOCAL
 
 
 def test_settings_split_into_serving_limits_and_decoding_keys():
@@ -38,11 +40,17 @@ def test_settings_split_into_serving_limits_and_decoding_keys():
         (["Hello."], UsageError, "'Hello.' is not serving.KEY=VALUE or decoding.KEY=VALUE"),
         (["checkpoint=x.pt"], UsageError, "write `--checkpoint x.pt`"),
         (["--port", "70000"], UsageError, "argument --port: 70000 is not a port"),
+        (["--beam", "11"], ConfigError, "beam 11 (--beam or decoding.beam_size) is over serving"),
+        (["decoding.beam_size=3", "serving.max_beam=2"], ConfigError, "beam 3 (--beam or"),
+        (["decoding.nbest=11"], ConfigError, "decoding.nbest=11 must be between 1 and"),
+        (["decoding.length_penalty=-1"], ConfigError, "decoding.length_penalty=-1.0 must be"),
+        (["serving.allowed_hosts=a.example:80"], ConfigError, "serving.allowed_hosts: 'a.exam"),
+        (["serving.max_tokens=0"], ConfigError, "serving.max_tokens=0 must be at least 1"),
     ],
 )
 def test_a_bad_command_line_is_refused_before_the_model_loads(argv, error, message):
     # --checkpoint names no file: reaching the model would raise a CheckpointError instead.
-    with pytest.raises(error, match="^" + message.replace("(", r"\(").replace(".", r"\.")):
+    with pytest.raises(error, match="^" + re.escape(message)):
         main([*argv, "--checkpoint", "/nonexistent/model.pt"])
 
 
@@ -62,7 +70,7 @@ def test_the_model_loads_and_decodes_on_one_thread_other_than_the_event_loops(
         return translate(self, *args)
 
     def serving(app: FastAPI, **_: object) -> None:
-        with TestClient(app) as client:
+        with TestClient(app, base_url=LOCAL) as client:
             assert client.post("/api/translate", json={"texts": ["hello ."]}).status_code == 200
 
     monkeypatch.setattr(serve, "load_translator", loading)

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from llm_from_scratch import precision as precision_module
-from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint
+from llm_from_scratch.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs.train import TrainConfig, prepare_data
 from llm_from_scratch.training.budget.planner import BudgetPlanner
@@ -216,7 +216,7 @@ def test_weights_that_do_not_fit_are_refused_on_resume(copy_task, tmp_path, prob
     path = tmp_path / "last.pt"
     state = load_checkpoint(path)
     state["model"] = misfit_weights(state["model"], config.model, data.tgt_tok.vocab_size, problem)
-    torch.save(state, path)
+    save_checkpoint(path, state)  # whole, as saved: only its weights misfit
     with pytest.raises(CheckpointError, match="its weights do not fit") as error:
         run_trainer(fp32(config, tmp_path, max_steps=4), data).fit()
     assert re.search(MISFIT_MESSAGES[problem], str(error.value))
@@ -239,7 +239,7 @@ def test_truncated_checkpoint_gives_clear_error(copy_task, tmp_path):
     run_trainer(fp32(config, tmp_path, max_steps=2, eval_every=1000, save_every=2), data).fit()
     path = tmp_path / "last.pt"
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    with pytest.raises(CheckpointError, match="truncated or not a checkpoint"):
+    with pytest.raises(CheckpointError, match="is truncated: a zip archive without its end"):
         load_checkpoint(path)
 
 
