@@ -33,8 +33,7 @@ try:
     from llm_from_scratch.device import set_threads
     from llm_from_scratch.programs.common import compose_config
     from llm_from_scratch.programs.train import TrainConfig, prepare_data
-    from llm_from_scratch.training.budget.recipe import recipe_plan
-    from llm_from_scratch.training.budget.schedule import PROBE_WARMUP, Schedule
+    from llm_from_scratch.training.plan import PROBE_WARMUP, Schedule, recipe_plan
     from llm_from_scratch.training.trainer import Trainer
 except ModuleNotFoundError as missing:  # a Python outside the project's .venv
     from _environment import explain_and_exit

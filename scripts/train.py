@@ -5,8 +5,8 @@ import sys
 # What `--help` lists besides the config groups: each key is in the TrainConfig schema.
 SETTINGS = {
     "name=NAME": "the run, in runs/NAME/ (default: default); run it again to resume",
-    "training.max_time=30m": "the time budget (1800, 1h; null: none); it picks the recipe",
-    "training.max_steps=N": "the step count (the budget may plan fewer)",
+    "training.max_time=30m": "the time budget (1800, 1h; null: none); it picks the rung",
+    "training.max_steps=N": "the step count (with a time budget: its cap)",
     "training.device=cpu": "auto (CUDA when available), cpu, cuda:0",
     "training.threads=N": "CPU threads (default: the usable cores)",
     "training.lr=0.001": "the peak learning rate",

@@ -16,7 +16,7 @@ from llm_from_scratch.programs.prepare_data import PrepareDataConfig
 from llm_from_scratch.programs.train import TrainConfig
 from llm_from_scratch.programs.train_tokenizer import TokenizerJobConfig
 from llm_from_scratch.schema import to_data, to_schema
-from llm_from_scratch.training.budget.schedule import Schedule
+from llm_from_scratch.training.plan import Schedule
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
@@ -59,8 +59,7 @@ def test_smoke_experiment_selects_tiny_model_and_its_run_dir(train_config):
 
 
 def test_short_experiment_trains_the_short_recipe_for_its_steps(train_config):
-    from llm_from_scratch.training.budget.recipe import recipe_plan
-    from llm_from_scratch.training.budget.schedule import Schedule
+    from llm_from_scratch.training.plan import Schedule, recipe_plan
 
     config = train_config("experiment=short")
     plan = recipe_plan(config, Schedule.of(config.training))
@@ -77,8 +76,7 @@ def test_short_experiment_trains_the_short_recipe_for_its_steps(train_config):
 def test_the_slow_cpu_recipe_is_the_one_searched_on_dev(train_config, tmp_path):
     """The short recipe that won the search at a slow CPU's 30-minute compute (docs/results.md,
     The short recipe for slow CPUs): `make train` there trains exactly this."""
-    from llm_from_scratch.training.budget.recipe import recipe_plan
-    from llm_from_scratch.training.budget.schedule import Schedule
+    from llm_from_scratch.training.plan import Schedule, recipe_plan
 
     fresh = f"paths.run_dir={tmp_path / 'run'}"  # no run to resume
     steps = ("training.max_steps=5169", "training.short_run.max_steps=5169")

@@ -1,6 +1,6 @@
-"""The package imports only downward: programs over serving over training over decoding over the
-export format over the checkpoint format over the four stages over the base modules
-(docs/architecture.md)."""
+"""The package imports only downward: programs over serving over the time budget over training
+over decoding over the export format over the checkpoint format over the four stages over the
+base modules (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -30,14 +30,18 @@ LAYERS: list[tuple[str, ...]] = [
     ("export",),
     ("decoding",),
     ("training",),
+    ("training.budget",),  # plans the run and paces its loop: nothing in training/ imports it
     ("serving",),
     ("programs",),
 ]
 
 
 def unit(module: str) -> str:
-    """`llm_from_scratch.data.corpus` -> `data`; the package itself is the unit `""`."""
+    """`llm_from_scratch.data.corpus` -> `data`, `llm_from_scratch.training.budget.probe` ->
+    `training.budget`; the package itself is the unit `""`."""
     parts = module.split(".")
+    if parts[1:3] == ["training", "budget"]:
+        return "training.budget"
     return parts[1] if len(parts) > 1 else ""
 
 
@@ -123,6 +127,14 @@ def test_the_training_loop_reads_with_few_modules_open():
     assert len(imports(PACKAGE / "training" / "trainer.py")) <= 15
 
 
+def test_the_plan_is_plain_data_below_the_budget():
+    """A run's plan is decided above the loop and read below it (issue 97): `plan.py` holds only
+    values and imports nothing of the training stage but its config."""
+    found = imports(PACKAGE / "training" / "plan.py")
+    assert {unit(module) for module in found} <= {"model", "schema", "tokenizer", "training"}
+    assert {m for m in found if unit(m) == "training"} == {"llm_from_scratch.training.config"}
+
+
 def test_every_module_has_a_layer():
     for path in PACKAGE.rglob("*.py"):
         layer(module_name(path))  # raises for a unit missing from LAYERS
@@ -138,6 +150,9 @@ def test_every_module_has_a_layer():
         ("llm_from_scratch.programs.evaluate", "llm_from_scratch.programs.translate", True),
         ("llm_from_scratch.serving.service", "llm_from_scratch.training.attention_figure", True),
         ("llm_from_scratch.training.validation", "llm_from_scratch.serving.service", False),
+        ("llm_from_scratch.training.state", "llm_from_scratch.training.budget.schedule", False),
+        ("llm_from_scratch.training.budget.probe", "llm_from_scratch.training.learner", True),
+        ("llm_from_scratch.programs.train", "llm_from_scratch.training.budget.planner", True),
     ],
 )
 def test_the_rule_itself(importer, imported, expected):

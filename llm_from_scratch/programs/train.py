@@ -46,8 +46,9 @@ from llm_from_scratch.training.final import finish
 from llm_from_scratch.training.finished import FinishedRun, finished_run
 from llm_from_scratch.training.lock import check_writable, claim
 from llm_from_scratch.training.parent import Parent, adopt_parent, read_parent
+from llm_from_scratch.training.plan import NOTHING_CHOSEN, Choices
 from llm_from_scratch.training.report import FinalModel, format_elapsed, scores_text
-from llm_from_scratch.training.resume import read_saved_run
+from llm_from_scratch.training.resume import read_saved_run, saved_plan
 from llm_from_scratch.training.stop import Stopped, closed_output_dropped
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers, tokenizer_paths
 from llm_from_scratch.training.trainer import Trainer
@@ -61,18 +62,19 @@ register_schema("train_schema", TrainConfig)
 def train(
     config: TrainConfig,
     launch: DictConfig | None = None,
-    keep_model: bool = False,
-    keep_tokenizers: bool = False,
+    chosen: Choices = NOTHING_CHOSEN,
     clock: Callable[[], float] = time.perf_counter,
+    started_at: float | None = None,
 ) -> dict[str, float]:
     """The run, top to bottom (`run`); its final dev metrics (none: it had finished). `launch`:
-    Hydra's config, for `.hydra/`; `keep_model`, `keep_tokenizers`: the command chose them
-    (`model=...`, `tokenizer=...`), which the short recipe then keeps; `clock`: what a time
-    budget reads."""
-    started_at = clock()  # a time budget counts data and tokenizer preparation too
+    Hydra's config, for `.hydra/`; `chosen`: what the command chose (`model=...`,
+    `tokenizer=...`, `training.max_steps=...`), which the plan keeps; `clock`: what a time
+    budget reads, from `started_at` (default: now)."""
+    # A time budget counts data and tokenizer preparation too.
+    started_at = clock() if started_at is None else started_at
     dist = distributed_with_logging(config)
     try:
-        return run(config, dist, launch, keep_model, keep_tokenizers, clock, started_at)
+        return run(config, dist, launch, chosen, clock, started_at)
     finally:
         # Once the run's frame is gone: a DDP model that outlives its process group can hang
         # its rank at exit, waiting on peers that have left.
@@ -83,8 +85,7 @@ def run(
     config: TrainConfig,
     dist: Distributed,
     launch: DictConfig | None,
-    keep_model: bool,
-    keep_tokenizers: bool,
+    chosen: Choices,
     clock: Callable[[], float],
     started_at: float,
 ) -> dict[str, float]:
@@ -93,9 +94,11 @@ def run(
     # then the plan, tokenizers included, before any tokenizer is trained.
     check_directory(config.run_dir.root, "paths.run_dir")
     config, parent = with_parent(config, command_overrides())
-    keep_model, keep_tokenizers = keep_model or bool(parent), keep_tokenizers or bool(parent)
+    if parent is not None:  # its model and tokenizers
+        chosen = replace(chosen, model=True, tokenizers=True)
     saved = read_saved_run(config.run_dir, config.training)
-    finished = finished_run(config.run_dir, config, saved, keep_model, keep_tokenizers)
+    resumed = saved_plan(config, saved, chosen)
+    finished = finished_run(config.run_dir, config, saved, resumed)
     if finished is not None:  # nothing written yet
         return told_finished(finished, config, dist)
     with claim(config.run_dir, dist):
@@ -105,13 +108,13 @@ def run(
         clock = budget_clock(config, clock, started_at, dist)
         # The planner reads the corpora's lines: fetch them first (cheap, and idempotent).
         raw_dirs = fetch(config, dist)
-        planner = BudgetPlanner(config, dist, clock, started_at, keep_model, keep_tokenizers)
-        plan = planner.plan(saved)
+        planner = BudgetPlanner(config, dist, clock, started_at, chosen)
+        plan, pacing = planner.plan(resumed)
         config = replace(config, tokenizer=plan.tokenizer)
         # Prepare the tokenizers and the data, once.
         data = prepare(config, dist, parent, raw_dirs)
         # Train, then hand over the final model.
-        trainer = Trainer(config, data, plan, dist, saved, parent)
+        trainer = Trainer(config, data, plan, dist, saved, parent, pacing)
         with closing(trainer.run_logger()) as log:
             metrics = trainer.fit(log)
             log_summary(finish(trainer, metrics, log), config, started_at)
@@ -193,17 +196,19 @@ def prepare(
 def budget_clock(
     config: TrainConfig, clock: Callable[[], float], started_at: float, dist: Distributed
 ) -> Callable[[], float]:
-    """`clock`, or as a slower CPU would read it (`training.budget_slowdown`)."""
-    slowdown = config.training.budget_slowdown
-    if slowdown == 1:
+    """`clock`, or as a slower or faster machine would read it (`training.budget_slowdown`,
+    `training.budget_speedup`)."""
+    factor = config.training.budget_factor
+    if factor == 1:
         return clock
     if dist.is_main:
         logger.info(
-            "planning the budget as a CPU %.2fx slower would (training.budget_slowdown): "
-            "the plan and the elapsed times of its steps are that CPU's",
-            slowdown,
+            "planning the budget as a machine %.2fx %s would (training.budget_slowdown, "
+            "budget_speedup): the plan and the elapsed times of its steps are that machine's",
+            factor if factor > 1 else 1 / factor,
+            "slower" if factor > 1 else "faster",
         )
-    return slower_clock(slowdown, started_at, clock)
+    return slower_clock(factor, started_at, clock)
 
 
 def record_launch(cfg: DictConfig | None, run_dir: RunDir, dist: Distributed) -> None:
@@ -313,7 +318,8 @@ def _main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         try:
             config = to_schema(cfg, TrainConfig)
-            train(config, cfg, keep_model=model_chosen(), keep_tokenizers=tokenizers_chosen())
+            chosen = Choices(model_chosen(), tokenizers_chosen(), steps_chosen())
+            train(config, cfg, chosen, started_at=time.perf_counter() - process_age())
         except Stopped as stopped:
             if int(os.environ.get("RANK", "0")) == 0:  # one line for a torchrun job
                 print(stopped, file=sys.stderr)
@@ -337,6 +343,22 @@ def model_chosen() -> bool:
     """Whether the command line chose the model group (`model=tiny`), not a default or an
     experiment."""
     return "model" in command_keys()
+
+
+def steps_chosen() -> bool:
+    """Whether the command line set `training.max_steps`: a time budget's cap."""
+    return "training.max_steps" in command_keys()
+
+
+def process_age() -> float:
+    """Seconds since this process started (0 where the system does not say): a time budget
+    counts Python's start and the config's composition too."""
+    try:
+        start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
 
 
 def tokenizers_chosen() -> bool:

@@ -2,10 +2,11 @@
 `programs/train.py` `run` (decide and plan, prepare once, train, finish); the loop is
 `trainer.py`.
 
-budget/         the plan and the time budget: Schedule and its costs, Plan (recipe.py: the
-                model, tokenizers and settings), BudgetPlanner, the probe (probe.py: timed on a
-                stand-in of the corpus), Budget (timing.py: what a budget asks of the loop:
-                nothing for a step budget; a time budget's re-plan and deadline)
+plan.py         Plan: what a run trains (schedule, rung, model, tokenizers), one plain value
+pacing.py       Pacing: what a budget asks of the loop (a step budget's: nothing)
+budget/         the time budget, a layer above the loop: the ladder of recipes (recipe.py),
+                BudgetPlanner, the probe (probe.py: timed on a stand-in of the corpus), the
+                costs (schedule.py), TimeBudget (timing.py: the re-plan and the deadline)
 trainer.py      Trainer: one model, one schedule: the loop, checkpoints, snapshots
 learner.py      Learner: the model, optimizer, schedule and loss scaling; the update (a step)
 resume.py       the one read of the file a run continues from (SavedRun), and what a resumed

@@ -88,6 +88,93 @@ class ShortRunConfig:
 
 
 @dataclass
+class RungConfig:
+    """A rung of the ladder above the config's own recipe (`training.ladder`): the model, peak
+    learning rate, batch and vocabulary it trains instead (null: the config's), from how much
+    compute on, and for at most how many passes over the corpus. Its warm-up and snapshot
+    interval are the config's shares of `max_steps`, its step count what the budget fits."""
+
+    name: str = MISSING
+    # Tokens processed in the budget at the config's own recipe's measured speed (millions), from
+    # which this rung is chosen over the one below.
+    min_tokens: float = MISSING
+    # Epochs (those tokens over the corpus's) above which the corpus is too small to feed this
+    # rung at its dropout: the run stays on the rung below. null: no limit.
+    max_epochs: float | None = None
+    d_model: int | None = None
+    n_heads: int | None = None
+    n_encoder_layers: int | None = None
+    n_decoder_layers: int | None = None
+    d_ff: int | None = None
+    dropout: float | None = None
+    lr: float | None = None
+    batch_tokens: int | None = None
+    vocab_size: int | None = None
+
+    def __post_init__(self) -> None:
+        key = f"training.ladder.{self.name}."
+        check_range(f"{key}min_tokens", self.min_tokens, 0)
+        check_range(f"{key}max_epochs", self.max_epochs, 0, low_open=True)
+        for name in (
+            "d_model",
+            "n_heads",
+            "n_encoder_layers",
+            "n_decoder_layers",
+            "d_ff",
+            "batch_tokens",
+            "vocab_size",
+        ):
+            check_range(f"{key}{name}", getattr(self, name), 1)
+        check_range(f"{key}lr", self.lr, 0, low_open=True)
+        check_range(f"{key}dropout", self.dropout, 0, 1, high_open=True)
+
+
+def default_ladder() -> list[RungConfig]:
+    """`make train`'s rungs above model=small: where a budget's compute passes the point at which
+    the rung below is compute-optimal, a larger model. The rungs are measured only up to the
+    default: the short recipe's crossover into model=small is this project's (docs/results.md);
+    the rest come from the literature until a GPU or CPU measures them. Hoffmann et al. 2022 put
+    a model's compute-optimal training at about 20 tokens per parameter, and the optimal size
+    grows with compute; Ghorbani et al. 2021 and Gordon, Duh and Kaplan 2021 find the same
+    power-law growth for encoder-decoder NMT, and that a small corpus, seen for many epochs, stops
+    a larger model's gains (hence `max_epochs` and the dropout). So a rung starts at 20 tokens per
+    parameter of the rung below: model=small's 9.6M from 190M tokens, the 22.7M-parameter rung's
+    from 450M. model=small learned less in 2 hours of KFTT when made wider or deeper
+    (docs/results.md, KFTT), short of 190M tokens, which agrees."""
+    return [
+        RungConfig(
+            name="medium",
+            min_tokens=190.0,
+            max_epochs=100.0,
+            d_model=384,
+            n_heads=6,
+            n_encoder_layers=4,
+            n_decoder_layers=4,
+            d_ff=1536,
+            # Many epochs of a 150k-pair corpus: Transformer base's dropout.
+            dropout=0.1,
+            lr=1.5e-3,  # between model=small's 2e-3 and base's 1e-3: wider takes smaller steps
+            batch_tokens=8192,  # a larger model's rate tolerates a larger batch (Popel & Bojar)
+        ),
+        RungConfig(
+            name="base",
+            min_tokens=450.0,
+            max_epochs=300.0,
+            d_model=512,
+            n_heads=8,
+            n_encoder_layers=6,
+            n_decoder_layers=6,
+            d_ff=2048,
+            # fairseq's recipe for IWSLT'14 (160k pairs, as many as the everyday mixture) trains
+            # this size at 0.3 for tens of epochs; a GPU's 30 minutes hold more.
+            dropout=0.3,
+            lr=1e-3,  # experiment=kftt_gpu's (Ott et al. 2018)
+            batch_tokens=32768,  # about 25k target tokens, Transformer base's (Vaswani et al.)
+        ),
+    ]
+
+
+@dataclass
 class TrainingConfig:
     """The `training` group: its defaults are `make train`'s, with why each is what it is; the
     measurements behind them are in docs/results.md (The everyday default, The short recipe for
@@ -106,6 +193,9 @@ class TrainingConfig:
     # Plan the budget as a CPU this many times slower would (training/budget/, `slower_clock`):
     # the run trains that CPU's steps, so a fast machine can search a slow CPU's recipe.
     budget_slowdown: float = 1.0
+    # Plan it as a machine this many times faster would (a GPU's step on a CPU): the plan is that
+    # machine's, and the run takes this many times its budget.
+    budget_speedup: float = 1.0
     lr: float = 2e-3
     weight_decay: float = 0.01
     schedule: str = "cosine"
@@ -134,6 +224,12 @@ class TrainingConfig:
     profile_steps: int = 0
     # null: every run length trains the recipe above
     short_run: ShortRunConfig | None = field(default_factory=ShortRunConfig)
+    # The rungs above the config's own recipe, lowest first, that a time budget climbs
+    # (`default_ladder`); [] : none. The short recipe is the rung below it.
+    ladder: list[RungConfig] = field(default_factory=default_ladder)
+    # A rung of the ladder by name, for a step budget (the command a budgeted run logs) or to
+    # force one under a time budget; null: the budget picks (a step budget: the config's recipe).
+    rung: str | None = None
 
     def compiles(self, device: torch.device) -> bool:
         """Whether the model is wrapped in `torch.compile` on `device`."""
@@ -162,12 +258,26 @@ class TrainingConfig:
         check_range("training.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         if self.max_time is not None:
             parse_duration(self.max_time)
-        check_range("training.budget_slowdown", self.budget_slowdown, 0, low_open=True)
-        if self.budget_slowdown != 1 and self.max_time is None:
-            raise ConfigError(
-                "training.budget_slowdown plans a time budget: set training.max_time too "
-                "(null trains exactly max_steps on any machine)"
-            )
+        for key in ("budget_slowdown", "budget_speedup"):
+            check_range(f"training.{key}", getattr(self, key), 0, low_open=True)
+            if getattr(self, key) != 1 and self.max_time is None:
+                raise ConfigError(
+                    f"training.{key} plans a time budget: set training.max_time too "
+                    "(null trains exactly max_steps on any machine)"
+                )
+        names = [rung.name for rung in self.ladder]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"training.ladder names a rung twice: {names}")
+        if self.rung is not None:
+            check_choice("training.rung", self.rung, tuple(names))
+
+    def rung_named(self, name: str) -> RungConfig:
+        return next(rung for rung in self.ladder if rung.name == name)
+
+    @property
+    def budget_factor(self) -> float:
+        """How many of the planned machine's seconds one of this machine's counts as."""
+        return self.budget_slowdown / self.budget_speedup
 
 
 @dataclass
@@ -189,6 +299,12 @@ class TrainConfig:
             self.data.check_batch_tokens(short.batch_tokens, "training.short_run.batch_tokens")
         if short is not None and short.d_model is not None:
             check_width(short.d_model, self.model.n_heads, "training.short_run.d_model")
+        for rung in self.training.ladder:
+            key = f"training.ladder.{rung.name}."
+            if rung.batch_tokens is not None:
+                self.data.check_batch_tokens(rung.batch_tokens, f"{key}batch_tokens")
+            heads = rung.n_heads or self.model.n_heads
+            check_width(rung.d_model or self.model.d_model, heads, f"{key}d_model")
 
     @property
     def run_dir(self) -> RunDir:

@@ -17,9 +17,9 @@ from llm_from_scratch.display import shown
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.schema import to_data
 from llm_from_scratch.training.averaging import missing_snapshot
-from llm_from_scratch.training.budget.recipe import recipe_plan
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.lock import NEW_RUN
+from llm_from_scratch.training.plan import Plan
 from llm_from_scratch.training.resume import (
     FinishedRunError,
     SavedRun,
@@ -65,19 +65,16 @@ def finished_run(
     run_dir: RunDir,
     config: TrainConfig,
     saved: SavedRun | None,
-    keep_model: bool = False,
-    keep_tokenizers: bool = False,
+    trained: Plan | None,
 ) -> FinishedRun | None:
     """The run in `run_dir` when it has finished (None: it has steps left, or none yet).
-    `saved`: what the run continues from, as `resume.read_saved_run` read it;
-    `keep_model`, `keep_tokenizers`: the command chose them (see `recipe.recipe_plan`).
+    `saved`: what the run continues from, as `resume.read_saved_run` read it; `trained`: its
+    plan under this command (`resume.saved_plan`).
 
     Raises `FinishedRunError` when `config` describes another run (another model, tokenizer or
     corpus) or would continue this one."""
-    if saved is None or not saved.finished:
+    if saved is None or trained is None or not saved.finished:
         return None
-    schedule = saved.progress.schedule(config.training)
-    trained = recipe_plan(config, schedule, keep_model, keep_tokenizers, saved)
     current = {
         **to_data(config),
         "model": to_data(trained.model),

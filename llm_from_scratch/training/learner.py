@@ -22,15 +22,16 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision
-from llm_from_scratch.training.budget.recipe import Plan
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.loss import ModelLoss, forward_module
 from llm_from_scratch.training.optim import (
     build_optimizer,
     build_scheduler,
+    rescheduled,
     step_unless_nonfinite,
 )
+from llm_from_scratch.training.plan import Plan, Schedule
 from llm_from_scratch.training.profiling import UPDATE_RANGE
 from llm_from_scratch.training.state import dropout_seed
 from llm_from_scratch.training.stats import StepBatches, StepStats
@@ -47,6 +48,10 @@ class Learner:
     precision: Precision
     dist: Distributed
     clip_norm: float
+
+    def follow(self, kind: str, schedule: Schedule) -> None:
+        """Go on under `schedule` (a time budget's re-plan) from the step reached."""
+        self.scheduler = rescheduled(self.optimizer, self.scheduler, kind, schedule)
 
     @torch.profiler.record_function(UPDATE_RANGE)
     def update(self, step: StepBatches) -> StepStats:

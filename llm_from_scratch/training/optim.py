@@ -8,8 +8,8 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from llm_from_scratch.training.budget.schedule import Schedule
 from llm_from_scratch.training.config import TrainingConfig
+from llm_from_scratch.training.plan import Schedule
 
 
 def build_optimizer(

@@ -17,8 +17,8 @@ from tqdm import tqdm
 
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision
-from llm_from_scratch.training.budget.recipe import Plan
 from llm_from_scratch.training.config import TrainConfig
+from llm_from_scratch.training.plan import Plan
 from llm_from_scratch.training.validation import corpus_figures
 
 

@@ -12,7 +12,7 @@ newer than the step a run continues from are discarded before it trains
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,9 @@ from llm_from_scratch.errors import UserError
 from llm_from_scratch.paths import RunDir, snapshot_step
 from llm_from_scratch.precision import Precision, select_precision
 from llm_from_scratch.schema import to_schema
-from llm_from_scratch.training.budget.schedule import Schedule
-from llm_from_scratch.training.config import TrainingConfig
+from llm_from_scratch.training.config import TrainConfig, TrainingConfig
 from llm_from_scratch.training.lock import NEW_RUN
+from llm_from_scratch.training.plan import Choices, Plan, Schedule, recipe_plan
 from llm_from_scratch.training.state import (
     STOPPING_SETTINGS,
     Progress,
@@ -174,6 +174,16 @@ def check_stopping_settings(saved: SavedRun, cfg: TrainingConfig) -> None:
             f"{', '.join(changed)} would continue a finished run, whose learning-rate schedule "
             f"was laid out for the steps it had: to train another schedule, {NEW_RUN}"
         )
+
+
+def saved_plan(config: TrainConfig, saved: SavedRun | None, chosen: Choices) -> Plan | None:
+    """The plan a run that `saved` continues keeps, the one it started with (None: no run to
+    continue, or one saved before its first step, which plans afresh)."""
+    progress = saved.progress if saved is not None else None
+    if saved is None or progress is None or not (progress.planned_steps or progress.step):
+        return None
+    plan = recipe_plan(config, progress.schedule(config.training), chosen, saved.state["config"])
+    return replace(plan, budgeted=bool(progress.planned_steps))
 
 
 def restore_optimizer(optimizer: torch.optim.Optimizer, scheduler: Any, saved: SavedRun) -> None:

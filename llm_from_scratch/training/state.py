@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from llm_from_scratch.training.budget.schedule import Schedule
 from llm_from_scratch.training.config import TrainingConfig
+from llm_from_scratch.training.plan import Schedule
 
 # The settings that say when a run stops.
 STOPPING_SETTINGS = ("max_steps", "max_time", "max_epochs", "patience")
@@ -31,6 +31,7 @@ class Progress:
     elapsed: float = 0.0  # seconds of training, summed over resumed runs
     planned_steps: int = 0  # the step count `training.max_time` fixed; 0: not planned
     planned_short: bool = False  # the plan is of `training.short_run`'s recipe
+    planned_rung: str | None = None  # the plan is of `training.ladder`'s rung of this name
     planned_warmup: int = 0  # a re-planned run's warm-up, its first plan's; 0: its recipe's
     best_bleu: float = -1.0
     best_step: int = 0  # the step of best.pt
@@ -50,7 +51,7 @@ class Progress:
         if not self.planned_steps:
             return Schedule.of(cfg)
         warmup = self.planned_warmup or None  # 0: the plan's own (no re-plan yet)
-        return Schedule.of(cfg, self.planned_steps, self.planned_short, warmup)
+        return Schedule.of(cfg, self.planned_steps, self.planned_short, warmup, self.planned_rung)
 
     def record_validation(self, bleu: float) -> bool:
         """Count a validation's dev BLEU towards the best and the patience; True: a new best."""
@@ -65,7 +66,7 @@ class Progress:
         the first plan's warm-up)."""
         self.planned_steps = schedule.steps
         if first:
-            self.planned_short = schedule.short
+            self.planned_short, self.planned_rung = schedule.short, schedule.rung
         else:
             self.planned_warmup = schedule.warmup_steps
 

@@ -1,6 +1,7 @@
-"""The training loop: `Trainer(config, data, plan).fit()` trains one model on one schedule, the
-plan `budget/planner.py` fixed (`programs/train.py` `train` runs the whole run in order).
-`_train` is the loop; what a time budget asks of it is behind one `budget.timing.Budget`.
+"""The training loop: `Trainer(config, data, plan, pacing=...).fit()` trains one model on one
+schedule, the plan `budget/planner.py` fixed (`programs/train.py` `train` runs the whole run in
+order). `_train` is the loop; what a time budget asks of it is behind one `pacing.Pacing`, the
+re-plan at the warm-up's end included.
 
 Its optimizer steps are its `Learner`'s (`learner.py`), which holds the model, the optimizer, the
 schedule and the loss scaling. Everything needed to continue exactly where a run stopped
@@ -27,12 +28,12 @@ from llm_from_scratch.checkpoint import (
     save_checkpoint,
 )
 from llm_from_scratch.data.datamodule import DataModule
-from llm_from_scratch.training.budget.recipe import Plan, recipe_plan
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed, training_precision
 from llm_from_scratch.training.learner import build_learner
-from llm_from_scratch.training.optim import rescheduled
+from llm_from_scratch.training.pacing import Pacing
 from llm_from_scratch.training.parent import Parent
+from llm_from_scratch.training.plan import Plan, Schedule, recipe_plan
 from llm_from_scratch.training.profiling import StepProfiler, fetched
 from llm_from_scratch.training.report import TrainingBar, model_line, validation_line
 from llm_from_scratch.training.resume import (
@@ -73,17 +74,19 @@ class Trainer:
         dist: Distributed | None = None,
         saved: SavedRun | None = None,
         parent: Parent | None = None,
+        pacing: Pacing | None = None,
     ):
         """A model of `plan` (default: `config`'s step budget), ready to train: restored from
         `saved` (`resume.read_saved_run`'s read of the run's `last.pt`), else, where the run
         fine-tunes one (`training.init_from`), with the weights of `parent`, whose lineage its
-        checkpoints record."""
+        checkpoints record. `pacing`: what the plan's budget asks of the loop (default: a step
+        budget's, nothing)."""
         self.config = config
         self.data = data
         self.dist = dist or Distributed()
         self.plan = plan or recipe_plan(config)
         self.schedule = self.plan.schedule
-        self.budget = self.plan.budget  # what the budget asks of the loop; its clock
+        self.pacing = pacing or Pacing()  # what the budget asks of the loop; its clock
         self.run_dir = config.run_dir
         self.lineage = parent.lineage if parent is not None else None
         training = config.training
@@ -176,14 +179,14 @@ class Trainer:
     def _train(
         self, log: RunLogger, bar: TrainingBar, request: StopRequest, profiler: StepProfiler
     ) -> dict[str, float]:
-        training, budget, progress = self.config.training, self.budget, self.progress
+        training, pacing, progress = self.config.training, self.pacing, self.progress
         validator = self.validator()
-        budget.start(progress.step)
+        pacing.start(progress.step)
         window, metrics = LogWindow(), {}
-        started, start_elapsed = budget.clock(), progress.elapsed
+        started, start_elapsed = pacing.clock(), progress.elapsed
 
         def now() -> float:
-            time_now = budget.time(self.device)
+            time_now = pacing.time(self.device)
             progress.elapsed = start_elapsed + time_now - started
             return time_now
 
@@ -200,23 +203,28 @@ class Trainer:
             saves = step % self.schedule.save_every == 0 or stop
             logs = step % training.log_every == 0 or step == 1
             # Only these steps read the clock: a read waits for the device.
-            timed = logs or validates or saves or budget.needs_time(step, self.schedule)
+            timed = logs or validates or saves or pacing.needs_time(step, self.schedule)
             step_end = now() if timed else None
-            replanned = budget.step_done(step, step_end, stats.real_tokens, self.schedule)
-            if replanned is not None:
-                self._follow(replanned)
+            pacing.step_done(step, step_end, stats.real_tokens)
+            if pacing.replan_due(step, self.schedule):  # a time budget's, at the warm-up's end
+                assert step_end is not None
+                self._follow(pacing.replanned(self.schedule, step, step_end))
                 bar.set_total(self.schedule.steps)
             if logs:
                 self._log_step(window, bar, log, step)
                 window = LogWindow()
             if validates or saves:
                 self._guard(window)  # what a checkpoint saves includes every step
+            paused_from = step_end  # what validating and saving took is no update's
             if validates:
-                fits = stop or budget.validation_fits(step_end, self.schedule, step)
+                fits = stop or pacing.validation_fits(step_end, self.schedule, step)
                 if validator is not None and fits:
                     with bar.validating(len(validator.bleu_subset)):
                         metrics = validator.run(step, log)
                     self._record_validation(metrics)
+                    validated = now()
+                    pacing.validated(validated - paused_from)
+                    paused_from = validated
                     window = LogWindow()  # tokens/s measures training, not validation
                 stop = self._early_stop(stop)
             progress.finished = stop
@@ -225,6 +233,7 @@ class Trainer:
                 # previous last.pt and writes this snapshot again, so it averages the same.
                 self._snapshot(step)
                 self.save(self.run_dir.last)
+                pacing.saved(now() - paused_from)
             if stop:
                 return metrics
             # Every rank stops at the same step: under DDP they agree at the steps that log,
@@ -234,8 +243,6 @@ class Trainer:
                 self._guard(window)
                 now()
                 self._stop_on_signal(request.signum, saved=step % self.schedule.save_every == 0)
-            if validates or saves:
-                budget.paused(now() - step_end)
             profiler.step()
         return metrics
 
@@ -267,13 +274,14 @@ class Trainer:
         path = self.run_dir.last
         raise Stopped(self.progress.step, path, signum or signal.SIGTERM)  # another rank's
 
-    def _follow(self, schedule) -> None:
+    def _follow(self, schedule: Schedule) -> None:
         """Train on under the time budget's re-planned `schedule` from the step reached."""
-        kind = self.config.training.schedule
-        self.learner.scheduler = rescheduled(self.optimizer, self.scheduler, kind, schedule)
+        if schedule == self.schedule:
+            return
+        self.learner.follow(self.config.training.schedule, schedule)
         self.schedule = schedule
         self.progress.record_plan(schedule, first=False)
-        self.plan = replace(self.plan, schedule=schedule)
+        self.plan = self.plan.with_schedule(schedule)
 
     def batches(self) -> Iterator[StepBatches]:
         """Each optimizer step's batches, from the saved position (`stats.step_batches`)."""

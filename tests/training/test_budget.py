@@ -14,13 +14,11 @@ from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.budget import planner as planner_module
 from llm_from_scratch.training.budget import probe as probe_module
-from llm_from_scratch.training.budget.recipe import describe_recipe, recipe_plan
+from llm_from_scratch.training.budget.recipe import describe_recipe, ladder
 from llm_from_scratch.training.budget.schedule import (
-    PROBE_WARMUP,
     SAFETY_MARGIN,
     Costs,
     Deadline,
-    Schedule,
     measure_costs,
     plan,
     replan,
@@ -33,7 +31,8 @@ from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, par
 from llm_from_scratch.training.finished import finished_run
 from llm_from_scratch.training.learner import Learner
 from llm_from_scratch.training.optim import lr_multiplier
-from llm_from_scratch.training.resume import FinishedRunError, read_saved_run
+from llm_from_scratch.training.plan import PROBE_WARMUP, Choices, Schedule, recipe_plan
+from llm_from_scratch.training.resume import FinishedRunError, read_saved_run, saved_plan
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
 from llm_from_scratch.training.trainer import Trainer
 from llm_from_scratch.training.validation import Validator
@@ -110,6 +109,11 @@ def logged_step_budget_run(log: str) -> dict:
         else:
             settings[key] = int(value)
     return settings
+
+
+def first_steps(log: str) -> int:
+    """The steps of the first plan in `log`."""
+    return int(log.split("), ")[1].split()[0].replace(",", ""))
 
 
 def step_budget_config(config, run_dir: Path, log: str, **changes):
@@ -193,9 +197,10 @@ def test_the_plan_is_the_longest_run_that_fits(budget):
     assert run_seconds(longer, SLOW_CPU) > budget * (1 - SAFETY_MARGIN)  # the margin held back
 
 
-def test_a_budget_that_holds_every_step_changes_nothing():
+def test_a_budget_that_holds_every_step_of_a_cap_the_command_set_changes_nothing():
     fast = Costs(step=0.3, validation=8.0, save=0.2, averaging=9.0)
-    assert plan(DEFAULT, 1800.0, fast) == Schedule.of(DEFAULT)
+    assert plan(DEFAULT, 1800.0, fast, cap=DEFAULT.max_steps) == Schedule.of(DEFAULT)
+    assert plan(DEFAULT, 1800.0, fast).steps > DEFAULT.max_steps  # no cap: the budget fills
     assert Schedule.of(DEFAULT) == Schedule(4200, 600, 500, 250)
 
 
@@ -256,7 +261,7 @@ def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path
         trainer.fit()
     schedule = trainer.schedule
     assert 1 < schedule.steps < 60 and trainer.progress.step == schedule.steps
-    assert f"planned {schedule.steps} of 60 steps" in caplog.text
+    assert f"(default), {schedule.steps} steps" in caplog.text
     assert schedule.overrides(trainer.config.training) in caplog.text
     assert trainer.scheduler.get_last_lr()[0] == 0.0  # the schedule ended at the planned step
     assert load_checkpoint(tmp_path / "budget" / "last.pt")["progress"]["planned_steps"] == (
@@ -284,7 +289,7 @@ def test_a_budgeted_short_run_is_the_step_budget_run_of_its_step_count(copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
     short = ShortRunConfig(max_steps=60, lr=3e-3, dropout=0.0, warmup=0.2, save_every=0.25)
     trainer = Run(
-        budgeted(config, tmp_path / "budget", max_time="21", short_run=short),
+        budgeted(config, tmp_path / "budget", max_time="31", short_run=short),
         data,
         clock=FakeClock(),
     )
@@ -316,7 +321,7 @@ def test_the_short_recipe_chooses_the_tokenizers_unless_the_command_did(copy_tas
     step_budget = budgeted(config, tmp_path / "run", max_time=None, short_run=short)
     # a step budget is short by its step count
     assert recipe_plan(step_budget).tokenizer.vocab_size == 300
-    assert recipe_plan(step_budget, keep_tokenizers=True).tokenizer == config.tokenizer
+    assert recipe_plan(step_budget, chosen=Choices(tokenizers=True)).tokenizer == config.tokenizer
     long = budgeted(config, tmp_path / "run", max_time=None, max_steps=61, short_run=short)
     assert recipe_plan(long).tokenizer == config.tokenizer
 
@@ -332,7 +337,7 @@ def test_a_budget_that_picks_the_short_recipe_trains_with_its_tokenizers(
     budget = budgeted(config, tmp_path / "budget", max_time="60", short_run=short)
     # A second an update: the clock is read only where the run needs the time, so a clock that
     # ticks per reading would make the steps nearly free and every plan fit.
-    trainer = Run(budget, data, clock=StepClock(monkeypatch), keep_tokenizers=False)
+    trainer = Run(budget, data, clock=StepClock(monkeypatch), chosen=Choices(max_steps=True))
     with caplog.at_level("INFO"):
         trainer.fit()
     assert "vocabularies of 300 pieces" in caplog.text
@@ -377,7 +382,7 @@ def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
         trainer.fit()
     steps = trainer.schedule.steps
     assert trainer.schedule.short and 1 < steps < 150
-    assert f"planned {steps} steps of the short recipe" in caplog.text
+    assert f"(short), {steps} steps" in caplog.text
     assert trainer.progress.planned_short
     assert batch_sizes[0] == 600 and batch_sizes[-1] == 300  # probed both, trained the short
 
@@ -404,7 +409,7 @@ def test_a_budget_switched_to_the_short_recipe_takes_as_many_of_its_steps_as_fit
     assert switched.steps <= again.steps <= switched.steps * 1.01
     # A run set to the short recipe by its own max_steps keeps them, however long the budget.
     chosen = dataclasses.replace(WITH_SHORT_RUN, max_steps=200)
-    assert plan(chosen, 1e6, SLOW_CPU, short=True) == Schedule.of(chosen)
+    assert plan(chosen, 1e6, SLOW_CPU, short=True, cap=200) == Schedule.of(chosen)
 
 
 @pytest.mark.slow
@@ -444,10 +449,10 @@ def test_where_a_default_plan_falls_below_its_floor_the_short_recipe_fills_the_b
     steps = trainer.schedule.steps
     if min_default_steps:  # the short recipe, for more steps than a step budget gives it
         assert trainer.schedule.short and steps > 5
-        assert f"planned {steps} steps of the short recipe" in caplog.text
+        assert f"(short), {steps} steps" in caplog.text
     else:  # the shrunk default recipe: no floor of default steps
         assert not trainer.schedule.short and 5 < steps < 200
-        assert f"planned {steps} of 200 steps" in caplog.text
+        assert f"(default), {steps} steps" in caplog.text
 
 
 @pytest.mark.slow
@@ -490,7 +495,7 @@ def test_the_run_plans_again_at_the_warmups_end_from_its_own_steps(
     trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=clock)
     with caplog.at_level("INFO"):
         trainer.fit()
-    first = Schedule.of(trainer.config.training, int(caplog.text.split("planned ")[1].split()[0]))
+    first = Schedule.of(trainer.config.training, first_steps(caplog.text))
     schedule = trainer.schedule
     assert (schedule.steps > first.steps) == longer and schedule.steps != first.steps
     assert schedule.warmup_steps == first.warmup_steps  # the steps taken stay the new plan's
@@ -525,8 +530,8 @@ def test_replan_fits_the_rest_of_the_run_in_the_time_left():
     assert again.steps < first.steps and again.warmup_steps == first.warmup_steps
     rest = run_seconds(again, slower) - done * slower.step
     assert rest <= (1800.0 - done * slower.step) * (1 - SAFETY_MARGIN)
-    # never beyond max_steps, never fewer than one more step
-    assert replan(DEFAULT, first, done, 1e9, SLOW_CPU).steps == DEFAULT.max_steps
+    # never beyond a cap, never fewer than one more step
+    assert replan(DEFAULT, first, done, 1e9, SLOW_CPU, cap=DEFAULT.max_steps).steps == 4200
     assert replan(DEFAULT, first, done, 0.0, SLOW_CPU).steps == done + 1
 
 
@@ -659,11 +664,12 @@ def test_a_short_run_trains_the_short_recipes_model_and_its_checkpoints_name_it(
         assert layer_counts(model) == (2, 3)
     # Running the finished command again is this run, not another one with another model.
     saved = read_saved_run(RunDir(tmp_path), cfg.training)
-    assert finished_run(RunDir(tmp_path), cfg, saved).step == 6
+    assert finished_run(RunDir(tmp_path), cfg, saved, saved_plan(cfg, saved, Choices())).step == 6
     # The same command without the short recipe describes another run.
     default_recipe = dataclasses.replace(cfg.training, short_run=None)
     with pytest.raises(FinishedRunError, match=r"model\.n_decoder_layers: 3 != 1"):
-        finished_run(RunDir(tmp_path), dataclasses.replace(cfg, training=default_recipe), saved)
+        other = dataclasses.replace(cfg, training=default_recipe)
+        finished_run(RunDir(tmp_path), other, saved, saved_plan(other, saved, Choices()))
 
 
 @pytest.mark.slow
@@ -726,7 +732,7 @@ def test_a_model_the_command_chose_is_kept_by_the_short_recipe(copy_task):
     recipe = recipe_plan(config, schedule)
     assert (recipe.model.n_encoder_layers, recipe.model.dropout) == (2, 0.0)
     assert (recipe.model.d_model, recipe.model.d_ff) == (short.d_model, short.d_ff)
-    kept = recipe_plan(config, schedule, keep_model=True)
+    kept = recipe_plan(config, schedule, Choices(model=True))
     assert kept.model == config.model and (kept.lr, kept.batch_tokens) == (3e-3, 300)
     kept_line = "1 encoder and 1 decoder layers of width 32 (feed-forward 64) (the model the"
-    assert kept_line in describe_recipe(kept)
+    assert kept_line in describe_recipe(kept, ladder(config.training)[0])

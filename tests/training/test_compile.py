@@ -98,8 +98,8 @@ def test_a_kyoto_wiki_epoch_takes_32_shapes_each_compiled_once_probes_included(
         f"paths.root={tmp_path}",
     )
     data = prepare_data(config)
-    plan = BudgetPlanner(config).plan()
-    trainer = Trainer(config, data, plan)
+    plan, pacing = BudgetPlanner(config).plan()
+    trainer = Trainer(config, data, plan, pacing=pacing)
     static = trainer.data.train_loader(0).batch_sampler
     dynamic = TokenBudgetBatchSampler(
         static.src_lens,

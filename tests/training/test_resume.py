@@ -63,6 +63,6 @@ def test_a_budget_that_switches_to_the_short_recipes_tokenizers_prepares_its_dat
     short = ShortRunConfig(max_steps=60, lr=3e-3, warmup=0.2, save_every=0.25, vocab_size=300)
     config = budgeted(copy_task[0], tmp_path, max_time="60", short_run=short, threads=1)
     with caplog.at_level("INFO"):
-        train(config, keep_tokenizers=False, clock=StepClock(monkeypatch))
+        train(config, clock=StepClock(monkeypatch))
     assert load_checkpoint(tmp_path / "last.pt")["config"]["tokenizer"]["vocab_size"] == 300
     assert caplog.text.count("tokenized splits ready") == 1

@@ -19,7 +19,8 @@ from llm_from_scratch.programs.train import TrainConfig, prepare_data
 from llm_from_scratch.training.budget.planner import BudgetPlanner
 from llm_from_scratch.training.final import finish
 from llm_from_scratch.training.finished import finished_run
-from llm_from_scratch.training.resume import read_saved_run
+from llm_from_scratch.training.plan import Choices
+from llm_from_scratch.training.resume import read_saved_run, saved_plan
 from llm_from_scratch.training.stats import LogWindow, StepBatches, TrainingError, guard
 from llm_from_scratch.training.trainer import Trainer
 from tests.decoding.builders import MISFIT_MESSAGES, misfit_weights
@@ -46,27 +47,41 @@ def run_trainer(config: TrainConfig, data, *args, **kwargs) -> Trainer:
 
 def finished_run_of(run_dir: RunDir, config: TrainConfig):
     """`finished_run` as the train program asks it, after its one read of the run's `last.pt`."""
-    return finished_run(run_dir, config, read_saved_run(run_dir, config.training))
+    saved = read_saved_run(run_dir, config.training)
+    return finished_run(run_dir, config, saved, saved_plan(config, saved, Choices()))
+
+
+# What the runs of these tests chose: their tokenizers, and max_steps as a time budget's cap.
+AS_BEFORE = Choices(tokenizers=True, max_steps=True)
 
 
 class Run:
     """A run as `make train` runs it (`programs/train.run`: the plan, the data stage, training,
     the final model; a finished run trains nothing), on `data` where the plan keeps its
     tokenizers, started by `fit`; then its trainer's attributes, and `final`.
-    `keep_tokenizers=False`: a plan of the short recipe trains its own tokenizers, and the data
-    stage tokenizes with them."""
+    `chosen`: what the command chose (default: the tokenizers, and `max_steps` as a time
+    budget's cap); `Choices(tokenizers=False)`: a plan of the short recipe trains its own
+    tokenizers, and the data stage tokenizes with them."""
 
-    def __init__(self, config: TrainConfig, data, parent=None, **planning) -> None:
-        self.arguments = (config, data, parent, {"keep_tokenizers": True, **planning})
+    def __init__(
+        self,
+        config: TrainConfig,
+        data,
+        parent=None,
+        chosen: Choices = AS_BEFORE,
+        **planning,
+    ) -> None:
+        self.arguments = (config, data, parent, chosen, planning)
 
     def fit(self) -> dict[str, float]:
-        config, data, parent, planning = self.arguments
+        config, data, parent, chosen, planning = self.arguments
         saved = read_saved_run(config.run_dir, config.training)
-        plan = BudgetPlanner(config, **planning).plan(saved)
+        planner = BudgetPlanner(config, chosen=chosen, **planning)
+        plan, pacing = planner.plan(saved_plan(config, saved, chosen))
         if plan.tokenizer != config.tokenizer:
             config = dataclasses.replace(config, tokenizer=plan.tokenizer)
             data = prepare_data(config)
-        self.trainer = Trainer(config, data, plan, saved=saved, parent=parent)
+        self.trainer = Trainer(config, data, plan, saved=saved, parent=parent, pacing=pacing)
         if self.trainer.progress.finished:
             return self.trainer.fit()  # which trains nothing and writes nothing
         with closing(self.trainer.run_logger()) as log:

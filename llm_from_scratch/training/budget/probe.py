@@ -20,11 +20,11 @@ from torch.utils.data import DataLoader
 from llm_from_scratch.checkpoint import save_checkpoint
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.device import synchronize
-from llm_from_scratch.training.budget.recipe import Plan
 from llm_from_scratch.training.budget.schedule import Costs, measure_costs
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed, training_precision
 from llm_from_scratch.training.learner import build_learner
+from llm_from_scratch.training.plan import Plan
 from llm_from_scratch.training.state import Progress
 from llm_from_scratch.training.stats import step_batches
 from llm_from_scratch.training.validation import Validator

@@ -1,99 +1,140 @@
-"""What a run trains: a `Plan`, its schedule and the model, tokenizers and settings of the
-schedule's recipe.
+"""The ladder of recipes a time budget climbs, and the rule that picks a rung.
 
-A schedule of `training.short_run`'s recipe (a step budget of at most its `max_steps`, or a time
-budget's choice, see `planner.py`) trains that recipe's learning rate and batch size, and its
-layers, width and dropout in the run's model, unless the command chose the model (`model=...`):
-then the model is the one chosen, and the log says so. Its vocabulary size, where it sets one, is
-the run's tokenizers' unless the command or a parent chose the tokenizers; a resumed run keeps
-the tokenizers it trained. The plan is made before the data stage, which then tokenizes with the
-plan's tokenizers, once.
+The rungs, lowest first: the short recipe (`training.short_run`), the config's own recipe, then
+`training.ladder`'s (config.py `default_ladder`, where each comes from). The measure of a budget
+is its compute: the tokens the config's own recipe would process in it, at the speed the probe
+measured on this machine. The rule, from the bottom:
+
+- the short recipe where fewer than `training.short_run.min_default_steps` of the config's
+  recipe's steps fit (the crossover docs/results.md measured);
+- else the highest rung of the ladder whose `min_tokens` the compute reaches, and whose
+  `max_epochs` it does not pass: epochs are the compute over the corpus's tokens (its train
+  split's pieces, estimated from its raw lines as the stand-in is), so a corpus too small to feed
+  a larger model at its dropout keeps the run on the rung below;
+- a model the command chose (`model=...`) does not climb: it trains the config's recipe;
+  `training.rung` forces a rung.
+
+The rung chosen is then timed on its own model and planned to fill the budget.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from llm_from_scratch.model.config import ModelConfig
-from llm_from_scratch.schema import to_data
-from llm_from_scratch.tokenizer.config import TokenizerConfig
-from llm_from_scratch.training.budget.schedule import Schedule
-from llm_from_scratch.training.budget.timing import Budget
-from llm_from_scratch.training.config import TrainConfig
-
-if TYPE_CHECKING:
-    from llm_from_scratch.training.resume import SavedRun
+from llm_from_scratch.training.config import TrainingConfig
+from llm_from_scratch.training.plan import Plan, Schedule
 
 
 @dataclass(frozen=True)
-class Plan:
-    """A run's schedule, the model, tokenizers, peak learning rate and batch size it trains, and
-    what its budget asks of the loop while it trains."""
+class Rung:
+    """A rung of the ladder: its place (`number` of `of`, from 1), its name, and the schedule
+    settings that select it."""
 
-    schedule: Schedule
-    model: ModelConfig
-    tokenizer: TokenizerConfig
-    lr: float
-    batch_tokens: int
-    budgeted: bool = False  # a time budget fixed the step count (stored in the checkpoints)
-    model_kept: bool = False  # a short recipe that keeps the model the command chose
-    budget: Budget = field(default_factory=Budget, compare=False)  # a step budget's: nothing
+    number: int
+    of: int
+    name: str  # "short", "default" (the config's own), or a `training.ladder` rung's
+    short: bool = False
+    ladder_name: str | None = None  # the `training.ladder` rung's name
 
-
-def recipe_plan(
-    config: TrainConfig,
-    schedule: Schedule | None = None,
-    keep_model: bool = False,
-    keep_tokenizers: bool = False,
-    saved: SavedRun | None = None,
-) -> Plan:
-    """The plan of `schedule` (default: `config`'s step budget): the default recipe's settings,
-    or the short recipe's for a short schedule (`keep_model`, `keep_tokenizers`: the command or
-    a parent chose them, which the recipe then keeps). `saved`: the run's `last.pt`, whose
-    tokenizers a resumed run keeps."""
-    schedule = schedule or Schedule.of(config.training)
-    tokenizer = _tokenizer(config, schedule.short, keep_tokenizers, saved)
-    recipe = config.training.short_run if schedule.short else None
-    if recipe is None:
-        lr, batch_tokens = config.training.lr, config.data.loading.batch_tokens
-        return Plan(schedule, config.model, tokenizer, lr, batch_tokens)
-    model = config.model
-    if not keep_model:
-        model = replace(
-            model,
-            dropout=recipe.dropout,
-            n_encoder_layers=recipe.n_encoder_layers or model.n_encoder_layers,
-            n_decoder_layers=recipe.n_decoder_layers or model.n_decoder_layers,
-            d_model=recipe.d_model or model.d_model,
-            d_ff=recipe.d_ff or model.d_ff,
-        )
-    batch_tokens = recipe.batch_tokens or config.data.loading.batch_tokens
-    return Plan(schedule, model, tokenizer, recipe.lr, batch_tokens, model_kept=keep_model)
+    def trial(self, cfg: TrainingConfig) -> Schedule:
+        """A schedule of this rung to time: its step-budget length."""
+        if self.short:
+            assert cfg.short_run is not None
+            return Schedule.of(cfg, cfg.short_run.max_steps, short=True)
+        return Schedule.of(cfg, cfg.max_steps, short=False, rung=self.ladder_name)
 
 
-def _tokenizer(
-    config: TrainConfig, short: bool, keep: bool, saved: SavedRun | None
-) -> TokenizerConfig:
-    """The tokenizers a run of the short recipe (`short`) or the default trains:
-    `training.short_run.vocab_size` for the short one, unless the command or a parent chose the
-    tokenizers (`keep`); a resumed run (`saved`) the config's where it did not train the
-    recipe's (it started before the recipe had its own)."""
-    recipe = config.training.short_run
-    if not short or keep or recipe is None or recipe.vocab_size is None:
-        return config.tokenizer
-    own = replace(config.tokenizer, vocab_size=recipe.vocab_size)
-    if saved is not None and saved.state["config"]["tokenizer"] != to_data(own):
-        return config.tokenizer
-    return own
+def ladder(cfg: TrainingConfig) -> list[Rung]:
+    """The rungs of `cfg`'s ladder, lowest first."""
+    names: list[tuple[str, bool, str | None]] = [("default", False, None)]
+    if cfg.short_run is not None:
+        names.insert(0, ("short", True, None))
+    names += [(rung.name, False, rung.name) for rung in cfg.ladder]
+    return [
+        Rung(number, len(names), name, short, ladder_name)
+        for number, (name, short, ladder_name) in enumerate(names, 1)
+    ]
 
 
-def describe_recipe(plan: Plan) -> str:
-    """The log line of a short recipe's plan."""
+def rung_of(cfg: TrainingConfig, schedule: Schedule) -> Rung:
+    """The rung `schedule` trains."""
+    rungs = ladder(cfg)
+    if schedule.short:
+        return rungs[0]
+    return next(rung for rung in rungs if not rung.short and rung.ladder_name == schedule.rung)
+
+
+def choose_rung(
+    cfg: TrainingConfig,
+    default_steps: int,
+    compute_tokens: float,
+    epoch_tokens: float,
+    model_chosen: bool = False,
+) -> Rung:
+    """The rung a budget affords (the module's rule): `default_steps`, the config's recipe's
+    steps that fit it; `compute_tokens`, the tokens those process; `epoch_tokens`, the corpus's
+    train split's."""
+    rungs = ladder(cfg)
+    default = next(rung for rung in rungs if rung.name == "default")
+    if cfg.rung is not None:
+        return next(rung for rung in rungs if rung.ladder_name == cfg.rung)
+    short = cfg.short_run
+    if short is not None and default_steps < short.min_default_steps:
+        return rungs[0]
+    if model_chosen:
+        return default
+    chosen = default
+    epochs = compute_tokens / max(epoch_tokens, 1.0)
+    for settings, rung in zip(cfg.ladder, rungs[default.number :], strict=True):
+        fed = settings.max_epochs is None or epochs <= settings.max_epochs
+        if compute_tokens >= settings.min_tokens * 1e6 and fed:
+            chosen = rung
+    return chosen
+
+
+def describe(
+    rung: Rung,
+    schedule: Schedule,
+    budget: str,
+    tokens_per_second: float,
+    compute_tokens: float,
+    epochs: float,
+    cfg: TrainingConfig,
+) -> str:
+    """The log line of a budget's plan: the rung, why, its steps, and the step-budget command
+    that trains the same weights."""
+    return (
+        f"{budget} at {tokens_per_second / 1000:.1f}k tokens/s: rung {rung.number} of {rung.of} "
+        f"({rung.name}), {schedule.steps:,} steps ({compute_tokens / 1e6:,.1f}M tokens of the "
+        f"config's recipe, {epochs:,.1f} epochs of the corpus: {why(rung, cfg)}); the same run "
+        f"without a budget: {schedule.overrides(cfg)}"
+    )
+
+
+def why(rung: Rung, cfg: TrainingConfig) -> str:
+    """What put the run on `rung`, and what the next one needs."""
+    if cfg.rung is not None:
+        return "training.rung chose it"
+    if rung.short:
+        assert cfg.short_run is not None
+        return f"fewer than {cfg.short_run.min_default_steps:,} steps of the config's fit"
+    reached = (
+        f"from {cfg.rung_named(rung.ladder_name).min_tokens:,.0f}M; " if rung.ladder_name else ""
+    )
+    following = rung.number - (1 if cfg.short_run is None else 2)  # the next rung's in cfg.ladder
+    if following >= len(cfg.ladder):
+        return f"{reached}the top rung"
+    above = cfg.ladder[following]
+    limit = "" if above.max_epochs is None else f" and at most {above.max_epochs:,.0f} epochs"
+    return f"{reached}{above.name} needs {above.min_tokens:,.0f}M{limit}"
+
+
+def describe_recipe(plan: Plan, rung: Rung) -> str:
+    """The log line of a plan on a rung other than the config's own."""
     schedule, model = plan.schedule, plan.model
     kept = " (the model the command chose, kept)" if plan.model_kept else ""
     return (
-        f"the short recipe (training.short_run) for {schedule.steps:,} steps: "
+        f"rung {rung.number} ({rung.name}) for {schedule.steps:,} steps: "
         f"{model.n_encoder_layers} encoder and {model.n_decoder_layers} decoder layers of width "
         f"{model.d_model} (feed-forward {model.d_ff}){kept}, "
         f"vocabularies of {plan.tokenizer.vocab_size:,} pieces, "

@@ -86,3 +86,19 @@ def _piece_counts(pairs: datasets.Dataset, side: str, lang: str, limit: int) -> 
     chars = pc.utf8_length(pairs.with_format("arrow")[side]).to_numpy(zero_copy_only=False)
     pieces = np.ceil(chars / PIECE_CHARS.get(lang, OTHER_CHARS)).astype(np.int64)
     return np.clip(pieces, 1, limit).tolist()
+
+
+def epoch_tokens(cfg: DataConfig, paths: PathsConfig) -> float:
+    """The pieces, source and target, of an epoch of `cfg`'s train split as the stand-in counts
+    them: each member's pairs repeated as its weight asks."""
+    total = 0.0
+    for member in cfg.members:
+        weight = getattr(member, "weight", 1.0)  # a mixture's member has one
+        if not (member.corpus.has_train and weight):
+            continue
+        pairs = read_split(member, "train", paths)
+        src, tgt = ("tgt", "src") if cfg.reversed else ("src", "tgt")
+        pieces = _piece_counts(pairs, src, cfg.source_lang, cfg.cleaning.max_tokens)
+        pieces += _piece_counts(pairs, tgt, cfg.target_lang, cfg.cleaning.max_tokens)
+        total += weight * sum(pieces)
+    return total

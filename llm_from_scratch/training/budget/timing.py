@@ -1,30 +1,29 @@
-"""What the run's budget asks of the loop while it trains, behind one object the loop calls at
-its few points: `Budget`, a step budget's, asks nothing but keeps the run's clock; `TimeBudget`
-(`training.max_time`) times the run's own steps (`RunTiming`), plans the rest of the run again
-at the warm-up's end, and skips a validation that would push the run past the deadline."""
+"""What a time budget (`training.max_time`) asks of the loop while it trains: `TimeBudget`, the
+`pacing.Pacing` of a budgeted run, times the run's own steps, validations and saves
+(`RunTiming`), plans the rest of the run again at the warm-up's end from them (the loop asks
+`replan_due` and follows `replanned`), and skips a validation that would push the run past the
+deadline."""
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-import torch
-
-from llm_from_scratch.device import synchronize
 from llm_from_scratch.training.budget.schedule import (
     MIN_TIMED_STEPS,
     PROBE_WARMUP,
+    Costs,
     Deadline,
     Schedule,
 )
+from llm_from_scratch.training.pacing import Pacing
 
 logger = logging.getLogger(__name__)
 
-# The re-plan at the warm-up's end: (schedule, steps done, steps timed, the seconds and tokens
-# of those) -> schedule.
-Replan = Callable[[Schedule, int, int, float, int], Schedule]
+# The planner's re-plan at the warm-up's end: (schedule, steps done, the run's own costs, its
+# training tokens a second) -> schedule.
+Replan = Callable[[Schedule, int, Costs, float], Schedule]
 
 
 @dataclass
@@ -69,46 +68,13 @@ class RunTiming:
         return (now - since - (self.paused - paused)) / (self.steps - steps)
 
 
-class Budget:
-    """A step budget's: the run's clock, and nothing asked of the loop. The loop calls
-    `start` as it starts, `needs_time` and `step_done` after each update, `validation_fits`
-    before a validation and `paused` after a validation or save."""
-
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.clock = clock  # what the run's elapsed time and a time budget read
-
-    def time(self, device: torch.device) -> float:
-        """The clock once `device` has done the work queued on it so far."""
-        synchronize(device)
-        return self.clock()
-
-    def start(self, step: int) -> None:
-        """The loop starts (again) after `step` steps."""
-
-    def needs_time(self, step: int, schedule: Schedule) -> bool:
-        """Whether `step_done` needs the time at the end of `step`: a read waits for the device."""
-        return False
-
-    def step_done(
-        self, step: int, now: float | None, tokens: int, schedule: Schedule
-    ) -> Schedule | None:
-        """`step` trained on `tokens` and ended at `now` (None: not read); a new schedule for
-        the rest of the run, or None to keep `schedule`."""
-        return None
-
-    def validation_fits(self, now: float, schedule: Schedule, step: int) -> bool:
-        """Whether the validation due after `step` steps of `schedule` may run."""
-        return True
-
-    def paused(self, seconds: float) -> None:
-        """A validation or save took `seconds`, which are no update's."""
-
-
-class TimeBudget(Budget):
+class TimeBudget(Pacing):
     """A time budget's, from the run's own updates after the step it starts from (the first
-    `PROBE_WARMUP` of them left out, as the probe leaves its first out). `replan`: the planner's
-    re-plan at the warm-up's end, made once; `deadline`: the budget's end; `early_stopping`:
-    validations steer the run (`training.patience`), so none is skipped."""
+    `PROBE_WARMUP` of them left out, as the probe leaves its first out), validations and saves.
+    `replan`: the planner's re-plan at the warm-up's end, made once; `deadline`: the budget's
+    end and the probe's costs; `early_stopping`: validations steer the run
+    (`training.patience`), so none is skipped; `keep_snapshots`: the snapshots averaged, which
+    price the averaging."""
 
     def __init__(
         self,
@@ -116,43 +82,49 @@ class TimeBudget(Budget):
         replan: Replan,
         deadline: Deadline,
         early_stopping: bool,
+        keep_snapshots: int,
     ) -> None:
         super().__init__(clock)
         self.replan: Replan | None = replan
         self.deadline = deadline
         self.early_stopping = early_stopping
+        self.keep_snapshots = keep_snapshots
         self.timing = RunTiming(PROBE_WARMUP)
+        self.validations: list[float] = []  # the run's own, in seconds
+        self.saves: list[float] = []
 
     def start(self, step: int) -> None:
         self.timing = RunTiming(step + PROBE_WARMUP)
 
     def needs_time(self, step: int, schedule: Schedule) -> bool:
-        return self._replan_due(step, schedule) or self.timing.starts_at(step)
+        return self.replan_due(step, schedule) or self.timing.starts_at(step)
 
-    def step_done(
-        self, step: int, now: float | None, tokens: int, schedule: Schedule
-    ) -> Schedule | None:
+    def step_done(self, step: int, now: float | None, tokens: int) -> None:
         self.timing.add(step, now, tokens)
-        if not self._replan_due(step, schedule):
-            return None
-        assert now is not None and self.replan is not None
-        replanned = self._replanned(schedule, step, now)
-        return None if replanned == schedule else replanned
 
-    def _replan_due(self, step: int, schedule: Schedule) -> bool:
+    def replan_due(self, step: int, schedule: Schedule) -> bool:
         return self.replan is not None and step == schedule.warmup_steps
 
-    def _replanned(self, schedule: Schedule, done: int, now: float) -> Schedule:
-        """The re-plan after `done` steps of `schedule`: the step count only; the warm-up, whose
-        learning rates the steps taken had in either plan, stays. A warm-up too short to time
-        after the first, slower, updates keeps the probe's plan."""
+    def replanned(self, schedule: Schedule, step: int, now: float) -> Schedule:
+        """The re-plan after `step` steps of `schedule`: the step count only; the warm-up, whose
+        learning rates the steps taken had in either plan, stays. Its costs are the run's own:
+        its updates since the first few, and its validations and saves where it had any (a
+        stand-in's are not the run's); the deadline prices what is left with them. A warm-up too
+        short to time after the first, slower, updates keeps the probe's plan."""
         assert self.replan is not None
         replan, self.replan = self.replan, None  # once: a second start keeps the plan
         timing = self.timing
         if timing.start is None or timing.steps < MIN_TIMED_STEPS:
             return schedule
         seconds = now - timing.start - timing.paused
-        return replan(schedule, done, timing.steps, seconds, timing.tokens)
+        costs = self.deadline.costs.measured(
+            seconds / timing.steps,
+            _mean(self.validations),
+            _mean(self.saves),
+            self.keep_snapshots,
+        )
+        self.deadline = replace(self.deadline, costs=costs)
+        return replan(schedule, step, costs, timing.tokens / max(seconds, 1e-9))
 
     def validation_fits(self, now: float, schedule: Schedule, step: int) -> bool:
         """Whether the validation due now leaves the rest of the run its time, at the step time
@@ -171,5 +143,14 @@ class TimeBudget(Budget):
         )
         return False
 
-    def paused(self, seconds: float) -> None:
+    def validated(self, seconds: float) -> None:
+        self.validations.append(seconds)
         self.timing.pause(seconds)
+
+    def saved(self, seconds: float) -> None:
+        self.saves.append(seconds)
+        self.timing.pause(seconds)
+
+
+def _mean(seconds: list[float]) -> float | None:
+    return sum(seconds) / len(seconds) if seconds else None
