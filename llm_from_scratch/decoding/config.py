@@ -57,6 +57,11 @@ class DecodingConfig:
     # it exceeds the model's positional table. Translator only (validation decodes whole). One of
     # the RECIPE_KEYS: `make train` sets 16 (configs/train.yaml).
     clause_split_tokens: int = 0
+    # Write a rare name the run masks (data.name_placeholders) back into Japanese as the name
+    # dictionary renders a foreign name (name_dictionary.py: Biden as バイデン), where it is
+    # installed (apt-get install enamdict edict); false, or without it: copied as the source
+    # writes it. Translator only.
+    render_names: bool = True
     # How a copied number is written back in Japanese (`full_width`, `ascii`); null: as the
     # run's corpus writes numbers (`data.number_digits`). Translator only.
     number_digits: str | None = None

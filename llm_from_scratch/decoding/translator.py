@@ -48,6 +48,7 @@ from llm_from_scratch.decoding.segmentation import (
     source_sentences,
 )
 from llm_from_scratch.device import resolve_device
+from llm_from_scratch.name_dictionary import NameDictionary, load_dictionary
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import select_precision
 
@@ -110,6 +111,7 @@ class Translator:
         requested = decode.precision if model.autocasts else "fp32"
         self.precision = select_precision(requested, self.device, key="decoding.precision")
         self.max_src_tokens = max_piece_tokens(model.cfg.max_positions, decode)
+        self.name_dictionary = self._name_dictionary()
         self.reranker = Reranker(self._search, self.src_tok, self.tgt_tok, decode, self.conventions)
 
     @property
@@ -243,8 +245,21 @@ class Translator:
         """What `translate` decodes for `text` (`segmentation.source_sentences`)."""
         clause_tokens = self.decode.clause_split_tokens
         return source_sentences(
-            text, self.src_tok, self.conventions, clause_tokens, self.max_src_tokens
+            text,
+            self.src_tok,
+            self.conventions,
+            clause_tokens,
+            self.max_src_tokens,
+            self.name_dictionary,
         )
+
+    def _name_dictionary(self) -> NameDictionary | None:
+        """The dictionary that renders the masked names of a Japanese translation
+        (`decoding.render_names`); None where there are none to render, or it is not installed."""
+        conventions = self.conventions
+        if not (self.decode.render_names and conventions.name_placeholders):
+            return None
+        return load_dictionary() if conventions.target_lang == "ja" else None
 
     def _search(self, pieces: list[list[int]], decode: DecodingConfig) -> list[list[Hypothesis]]:
         with self.precision.autocast():
@@ -296,7 +311,7 @@ class Translator:
                 text, source.numbers, self.target_lang, self.conventions.number_digits
             )
         if self.conventions.name_placeholders:
-            text = restore_names(text, source.names)
+            text = restore_names(text, source.renderings)
         return SentenceTranslation(
             text=repair_numbers(source.text, text) if self.decode.repair_numbers else text,
             tokens=[token for h in hyps for token in h.tokens],

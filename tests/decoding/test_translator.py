@@ -356,6 +356,19 @@ def test_a_name_placeholder_model_copies_the_names_it_rarely_saw(
     assert without.sentences("The cat Quixbury came at 5.")[0].names == []
 
 
+def test_a_rare_foreign_name_the_dictionary_knows_is_rendered_in_katakana(
+    copy_model, tokenizer, monkeypatch
+):
+    monkeypatch.setattr(
+        torch_engine, "decode_pieces", answering(tokenizer, "\ue010 \ue011は来た。")
+    )
+    translator = torch_translator(copy_model, tokenizer, GREEDY, name_placeholders=True)
+    # George Floyd: two names, one katakana name in the test dictionary (tests/conftest.py).
+    assert translator.translate(["George Floyd came."])[0].text == "ジョージ・フロイドは来た。"
+    copying = translator.with_decoding(dataclasses.replace(GREEDY, render_names=False))
+    assert copying.translate(["George Floyd came."])[0].text == "George Floydは来た。"
+
+
 def test_of_the_hypotheses_that_keep_the_numbers_one_without_a_placeholder_twice_comes_first(
     copy_model, tokenizer, monkeypatch
 ):
