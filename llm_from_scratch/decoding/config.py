@@ -51,6 +51,11 @@ class DecodingConfig:
     # clause-split sentence whose clauses loop joined is searched again in one piece. No cost in
     # dev BLEU. Translator only.
     avoid_loops: bool = True
+    # Where a piece's best hypothesis runs to the length limit (max_len_a, max_len_b: the model
+    # never ended it), search its halves instead (cut at clauses, else between words), halving
+    # again up to 3 times where they run away too. A piece that ends is untouched. Translator
+    # only.
+    split_runaways: bool = True
     # Translate a sentence of more source tokens than this clause by clause: cut after its commas,
     # semicolons and colons, the clauses packed into pieces of at most this many tokens. A model
     # trained on short sentences loses the thread of longer ones. 0: a sentence is cut only where

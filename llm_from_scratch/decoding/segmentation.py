@@ -128,6 +128,19 @@ def packed_parts(parts: list[str], tokenizer: BPETokenizer, limit: int) -> list[
     return [*groups, current]
 
 
+def halved(text: str, tokenizer: BPETokenizer) -> list[list[int]]:
+    """Source ids of `text` (a piece) in two: cut between its coarsest parts (`split_once`:
+    clauses, else words) where the halves' token counts are nearest; one piece where it has a
+    single part (a word, or one character)."""
+    ids = tokenizer.encode(text)
+    parts = split_once(text) if len(ids) > 1 else [text]
+    if len(parts) == 1:
+        return [ids]
+    cuts = [sum(map(len, parts[:k])) for k in range(1, len(parts))]
+    cut = min(cuts, key=lambda at: abs(2 * len(tokenizer.encode(text[:at])) - len(ids)))
+    return [tokenizer.encode(text[:cut]), tokenizer.encode(text[cut:])]
+
+
 def split_once(text: str) -> list[str]:
     """`text` (one sentence) cut at its coarsest split points (clauses, else words, else in two
     halves); the parts join back to `text`."""

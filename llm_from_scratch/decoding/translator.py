@@ -223,6 +223,7 @@ class Translator:
             self.max_src_tokens,
             lambda sentence, hyps: self._sentence(sentence, hyps).text,
         )
+        self.reranker.split_runaways(every_sentence, per_sentence)
         remaining = iter(per_sentence)
         return [
             Translation(self._combine(text, sentences, remaining), sentences)
@@ -299,10 +300,11 @@ class Translator:
         (`decoding.repair_numbers`)."""
         texts = [output_text(self.tgt_tok, h) for h in hyps]
         stop, comma = self.conventions.stop_and_comma
-        for i, piece in enumerate(source.pieces[:-1]):
-            # The model ends each piece as a sentence; one cut after a comma goes on in the next.
+        for i in range(len(source.pieces) - 1):
+            # The model ends each piece as a sentence; the sentence goes on in the next, whether
+            # the piece was cut after a comma or (too long, or run away) between words.
             ended = texts[i].rstrip()
-            if stop and ended.endswith(stop) and ends_clause(self.src_tok.decode(piece)):
+            if stop and ended.endswith(stop):
                 clause = ended.removesuffix(stop)
                 texts[i] = clause if ends_clause(clause) else clause + comma
         text = self.conventions.joiner.join(texts)
