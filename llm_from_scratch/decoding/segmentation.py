@@ -129,11 +129,18 @@ def packed_parts(parts: list[str], tokenizer: BPETokenizer, limit: int) -> list[
 
 
 def halved(text: str, tokenizer: BPETokenizer) -> list[list[int]]:
-    """Source ids of `text` (a piece) in two: cut between its coarsest parts (`split_once`:
-    clauses, else words) where the halves' token counts are nearest; one piece where it has a
-    single part (a word, or one character)."""
+    """Source ids of `text` (a piece) in two: cut between its coarsest parts (clauses, else
+    words) where the halves' token counts are nearest; one piece where it is one word (a word
+    is never cut)."""
     ids = tokenizer.encode(text)
-    parts = split_once(text) if len(ids) > 1 else [text]
+    parts = next(
+        (
+            found
+            for pattern in (CLAUSE_SPLIT, WORD_SPLIT)
+            if len(found := split_at(text, pattern)) > 1
+        ),
+        [text],
+    )
     if len(parts) == 1:
         return [ids]
     cuts = [sum(map(len, parts[:k])) for k in range(1, len(parts))]
@@ -141,11 +148,16 @@ def halved(text: str, tokenizer: BPETokenizer) -> list[list[int]]:
     return [tokenizer.encode(text[:cut]), tokenizer.encode(text[cut:])]
 
 
+def split_at(text: str, pattern: re.Pattern[str]) -> list[str]:
+    """`text` cut where `pattern` matches (empty parts dropped); the parts join back to it."""
+    return [part for part in pattern.split(text) if part]
+
+
 def split_once(text: str) -> list[str]:
     """`text` (one sentence) cut at its coarsest split points (clauses, else words, else in two
     halves); the parts join back to `text`."""
     for pattern in (CLAUSE_SPLIT, WORD_SPLIT):
-        parts = [part for part in pattern.split(text) if part]
+        parts = split_at(text, pattern)
         if len(parts) > 1:
             return parts
     middle = len(text) // 2
