@@ -59,3 +59,45 @@ def corpus_mirror() -> Path:
     if not mirror or not Path(mirror).is_dir():
         pytest.skip("DATA_MIRROR is not set to a corpus directory")
     return Path(mirror).resolve()
+
+
+# A few entries of each name dictionary in its installed form (EDICT lines in EUC-JP): the tests
+# read these, never the system's files, whose table takes seconds to build.
+ENAMDICT_LINES = [
+    "\u3000？？？ /ENAMDICT - Japanese Proper Name Dictionary File/",
+    "バイデン /(s) Biden/(s) Weyden/",
+    "ジョージ・フロイド /(h) George Floyd/",
+    "ジョージ /(m) George/",
+    "安倍 [あべ] /(p,s) Abe/",
+    "阿部 [あべ] /(p,s) Abe/",
+    "エイブ /(s) Abe/",
+    "あべ /(u) Abe/",
+    "タミル・ナド /(p) Tamil Nadu/",
+    "タミルナードゥ /(p) Tamil Nadu/",
+    "タミル /(p) Tamil (India)/",
+    "ナサ /(u) NASA/",
+    "ホワイトハウス /(p) White House/",
+]
+EDICT_LINES = [
+    "\u3000？？？ /EDICT, EDICT_SUB(P), EDICT2 Japanese-English Electronic Dictionary Files/",
+    "コロナウイルス /(n) coronavirus/(P)/",
+    "サンデー /(n) Sunday/",
+    "日曜日 [にちようび] /(n) Sunday/(P)/",
+]
+
+
+@pytest.fixture(autouse=True)
+def name_dictionary_files(tmp_path_factory, monkeypatch) -> tuple[Path, Path]:
+    """The name dictionary every test reads (name_dictionary.py), cached in a folder of
+    the test session's."""
+    from llm_from_scratch import name_dictionary
+
+    folder = tmp_path_factory.getbasetemp() / "edict"
+    files = (folder / "enamdict", folder / "edict")
+    if not folder.is_dir():
+        folder.mkdir()
+        for path, lines in zip(files, (ENAMDICT_LINES, EDICT_LINES), strict=True):
+            path.write_bytes("".join(f"{line}\n" for line in lines).encode("euc_jp"))
+    monkeypatch.setattr(name_dictionary, "DICTIONARY_FILES", files)
+    monkeypatch.setattr(name_dictionary, "DEFAULT_CACHE_DIR", folder / "cache")
+    return files

@@ -376,6 +376,7 @@ def test_the_general_parent_holds_every_corpus_of_the_mirror_on_cpu_and_gpu(trai
         "tech_docs",
         "ami_meeting",
         "bsd_dialogue",
+        "news_ja_origin",
         "wmt_news",
     }
     scored_only = [name for name, member in general.data.mixture.items() if not member.weight]

@@ -16,7 +16,11 @@ whatever those pieces usually mean (`Microsoft` as マッチッチッチ). With
   (`tokenizer.word_count`). A word it held often is translated, a name (`Tom`) as well as a
   common word a capital starts (`Hello`, `Tuesday`), whatever the vocabulary size. And
   `restore_names` writes each placeholder of the output back as the word: copied, in its own
-  script, where the model would have made one up.
+  script, where the model would have made one up; or, into Japanese, as `render_names` renders
+  it: a foreign name the name dictionary knows (name_dictionary.py) in its katakana, as
+  Japanese news writes it (`Biden` バイデン), two such names in a row joined by a middle dot
+  (ジョージ・フロイド). A Japanese name in Latin letters, an acronym and a word the dictionary does
+  not know are still copied.
 
 A tokenizer trained before words were counted (file version 1) has no counts: then a word
 counts as unseen when the tokenizer spells it in `UNSEEN_PIECES` pieces or more, which
@@ -32,6 +36,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, mask_spans
+from llm_from_scratch.name_dictionary import KATAKANA, NameDictionary
 
 # A capitalized word of Latin letters (`NASA`, `McDonald`), not part of a longer word.
 _NAME = re.compile(r"(?<![\w'’-])[A-Z][A-Za-z]+(?![\w'’-])")
@@ -140,18 +145,32 @@ def _unseen(match: re.Match[str], text: str, tokenizer: SourceTokenizer) -> bool
     return min(len(tokenizer.encode(spelling)) for spelling in spellings) >= UNSEEN_PIECES
 
 
+def render_names(names: list[str], dictionary: NameDictionary) -> list[str]:
+    """How a Japanese translation writes each of `names`: the katakana the dictionary gives a
+    foreign name (`NameDictionary.katakana`), else the name as written."""
+    return [dictionary.katakana(name) or name for name in names]
+
+
 def restore_names(text: str, names: list[str]) -> str:
     """`text` with each name placeholder written back as its name, once: the source held each
     once, so a repeat (`Toyotaと、Toyota`) or a placeholder with no name (one its source lacks)
-    is dropped."""
+    is dropped. Two names in katakana with nothing but spaces between them are one name's parts
+    (`Larry Kudlow`), joined by a middle dot."""
     written: set[str] = set()
-    parts = []
+    parts: list[str] = []
+    after_katakana = None  # where the parts after a name written in katakana start
     for char in text:
         if char not in _NAME_INDEX:
             parts.append(char)
+            if not char.isspace():
+                after_katakana = None
         elif char not in written and _NAME_INDEX[char] < len(names):
-            parts.append(names[_NAME_INDEX[char]])
+            name = names[_NAME_INDEX[char]]
+            if after_katakana is not None and KATAKANA.fullmatch(name):
+                parts[after_katakana:] = ["・"]
+            parts.append(name)
             written.add(char)
+            after_katakana = len(parts) if KATAKANA.fullmatch(name) else None
     return "".join(parts)
 
 

@@ -51,12 +51,22 @@ class DecodingConfig:
     # clause-split sentence whose clauses loop joined is searched again in one piece. No cost in
     # dev BLEU. Translator only.
     avoid_loops: bool = True
+    # Where a piece's best hypothesis runs to the length limit (max_len_a, max_len_b: the model
+    # never ended it), search its halves instead (cut at clauses, else between words), halving
+    # again up to 3 times where they run away too. A piece that ends is untouched. Translator
+    # only.
+    split_runaways: bool = True
     # Translate a sentence of more source tokens than this clause by clause: cut after its commas,
     # semicolons and colons, the clauses packed into pieces of at most this many tokens. A model
     # trained on short sentences loses the thread of longer ones. 0: a sentence is cut only where
     # it exceeds the model's positional table. Translator only (validation decodes whole). One of
     # the RECIPE_KEYS: `make train` sets 16 (configs/train.yaml).
     clause_split_tokens: int = 0
+    # Write a rare name the run masks (data.name_placeholders) back into Japanese as the name
+    # dictionary renders a foreign name (name_dictionary.py: Biden as バイデン), where it is
+    # installed (apt-get install enamdict edict); false, or without it: copied as the source
+    # writes it. Translator only.
+    render_names: bool = True
     # How a copied number is written back in Japanese (`full_width`, `ascii`); null: as the
     # run's corpus writes numbers (`data.number_digits`). Translator only.
     number_digits: str | None = None

@@ -4,8 +4,9 @@ which of a piece's hypotheses comes first.
 Of a beam's hypotheses the best that keeps its source's numbers comes first
 (`decoding.numbers_first`), the best that does not loop before any that does
 (`decoding.avoid_loops`); a piece whose every hypothesis loops is searched again with tighter
-n-gram bans, and a sentence whose clauses loop only once joined is searched again in one piece.
-Other pieces' search, and its order, is unchanged.
+n-gram bans, a sentence whose clauses loop only once joined is searched again in one piece, and
+a piece whose best hypothesis runs to its length limit is searched again in halves
+(`decoding.split_runaways`). Other pieces' search, and its order, is unchanged.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.conventions import TextConventions
 from llm_from_scratch.decoding.lines import one_line
 from llm_from_scratch.decoding.number_repair import keeps_numbers, repair_numbers
-from llm_from_scratch.decoding.segmentation import SourceSentence
+from llm_from_scratch.decoding.segmentation import SourceSentence, halved
 from llm_from_scratch.evaluation.fidelity import loops
 from llm_from_scratch.numbers import find_numbers
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
@@ -28,6 +29,10 @@ from llm_from_scratch.tokenizer.bpe import BPETokenizer
 # hypothesis loops, in order: repeated token pairs banned, then any repeated token (a word that
 # is one token, わけではない, repeats without repeating a pair).
 TIGHTER_NO_REPEATS = (2, 1)
+
+# `decoding.split_runaways`: how many times a piece that runs to its length limit is halved, at
+# most (a 64-token piece to pieces of 8 or fewer).
+RUNAWAY_SPLITS = 3
 
 # Source pieces and a search's settings in, each piece's hypotheses (best first) out.
 Search = Callable[[list[list[int]], DecodingConfig], list[list[Hypothesis]]]
@@ -106,6 +111,33 @@ class Reranker:
             unsplit = replace(sentences[k], pieces=[ids])
             if hyps and not self.loops(unsplit.text, sentence_text(unsplit, hyps[:1])):
                 sentences[k].pieces, per_sentence[k] = [ids], [hyps]
+
+    def split_runaways(
+        self, sentences: list[SourceSentence], per_sentence: list[list[list[Hypothesis]]]
+    ) -> None:
+        """Where the best hypothesis of a piece of one of `sentences` ran to its length limit
+        (the model never ended it: a clause it lost the thread of, a name it spells on and on),
+        search the piece's halves instead (cut at its clauses, else between words), and their
+        halves where those run away too, up to `RUNAWAY_SPLITS` times: the sentence's `pieces`
+        and its hypotheses in `per_sentence` become theirs. A piece that ends is untouched."""
+        if not self.decode.split_runaways:
+            return
+        for _ in range(RUNAWAY_SPLITS):
+            halves = {
+                (k, i): parts
+                for k, (sentence, hyps) in enumerate(zip(sentences, per_sentence, strict=True))
+                for i, (piece, nbest) in enumerate(zip(sentence.pieces, hyps, strict=True))
+                if nbest
+                and nbest[0].hit_max_len
+                and len(parts := halved(self.src_tok.decode(piece), self.src_tok)) > 1
+            }
+            if not halves:
+                return
+            found = iter(self.nbest([part for parts in halves.values() for part in parts]))
+            searched = {place: [next(found) for _ in parts] for place, parts in halves.items()}
+            for (k, i), parts in sorted(halves.items(), reverse=True):  # later pieces first
+                sentences[k].pieces[i : i + 1] = parts
+                per_sentence[k][i : i + 1] = searched[k, i]
 
     def preferred(self, source: str, hyps: list[Hypothesis]) -> list[Hypothesis]:
         """`hyps` with the one this policy prefers moved first: of those that do not loop

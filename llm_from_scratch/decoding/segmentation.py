@@ -14,13 +14,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from llm_from_scratch.data.names import mask_unseen_names
+from llm_from_scratch.data.names import mask_unseen_names, render_names
 from llm_from_scratch.data.placeholders import mask_numbers
 from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.conventions import TextConventions
 from llm_from_scratch.decoding.lines import clean, split_lines
+from llm_from_scratch.name_dictionary import NameDictionary
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 # Split points of a sentence too long for the model, coarsest first: after a clause's comma,
@@ -39,6 +40,9 @@ class SourceSentence:
     pieces: list[list[int]]  # its source ids, in pieces the model can take (usually one)
     numbers: list[str] = field(default_factory=list)  # masked by placeholders, in order
     names: list[str] = field(default_factory=list)  # likewise
+    # What each name is written back as: rendered in the target's script (`render_names`), or
+    # as the source writes it.
+    renderings: list[str] = field(default_factory=list)
 
 
 def max_piece_tokens(max_positions: int, decode: DecodingConfig) -> int:
@@ -59,10 +63,12 @@ def source_sentences(
     conventions: TextConventions,
     clause_tokens: int,
     max_tokens: int,
+    dictionary: NameDictionary | None = None,
 ) -> list[SourceSentence]:
     """The sentences of each line of `text`, cleaned, in the run's style, in pieces (see
     `source_pieces`); none for an empty text. `split_sentences` knows English and Japanese
-    punctuation alike, so either may be read."""
+    punctuation alike, so either may be read. Masked names are rendered by `dictionary` (a
+    Japanese target's), else copied."""
     sentences = []
     for line, text_line in enumerate(split_lines(text)):
         for sentence in split_sentences(clean(text_line)):
@@ -73,8 +79,9 @@ def source_sentences(
             if conventions.name_placeholders:
                 styled, names = mask_unseen_names(styled, tokenizer)
             # No pieces: only characters the tokenizer's normalization removes.
+            renderings = render_names(names, dictionary) if dictionary else names
             if pieces := source_pieces(styled, tokenizer, clause_tokens, max_tokens):
-                sentences.append(SourceSentence(sentence, line, pieces, numbers, names))
+                sentences.append(SourceSentence(sentence, line, pieces, numbers, names, renderings))
     return sentences
 
 
@@ -121,11 +128,36 @@ def packed_parts(parts: list[str], tokenizer: BPETokenizer, limit: int) -> list[
     return [*groups, current]
 
 
+def halved(text: str, tokenizer: BPETokenizer) -> list[list[int]]:
+    """Source ids of `text` (a piece) in two: cut between its coarsest parts (clauses, else
+    words) where the halves' token counts are nearest; one piece where it is one word (a word
+    is never cut)."""
+    ids = tokenizer.encode(text)
+    parts = next(
+        (
+            found
+            for pattern in (CLAUSE_SPLIT, WORD_SPLIT)
+            if len(found := split_at(text, pattern)) > 1
+        ),
+        [text],
+    )
+    if len(parts) == 1:
+        return [ids]
+    cuts = [sum(map(len, parts[:k])) for k in range(1, len(parts))]
+    cut = min(cuts, key=lambda at: abs(2 * len(tokenizer.encode(text[:at])) - len(ids)))
+    return [tokenizer.encode(text[:cut]), tokenizer.encode(text[cut:])]
+
+
+def split_at(text: str, pattern: re.Pattern[str]) -> list[str]:
+    """`text` cut where `pattern` matches (empty parts dropped); the parts join back to it."""
+    return [part for part in pattern.split(text) if part]
+
+
 def split_once(text: str) -> list[str]:
     """`text` (one sentence) cut at its coarsest split points (clauses, else words, else in two
     halves); the parts join back to `text`."""
     for pattern in (CLAUSE_SPLIT, WORD_SPLIT):
-        parts = [part for part in pattern.split(text) if part]
+        parts = split_at(text, pattern)
         if len(parts) > 1:
             return parts
     middle = len(text) // 2

@@ -48,6 +48,7 @@ from llm_from_scratch.decoding.segmentation import (
     source_sentences,
 )
 from llm_from_scratch.device import resolve_device
+from llm_from_scratch.name_dictionary import NameDictionary, load_dictionary
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import select_precision
 
@@ -110,6 +111,7 @@ class Translator:
         requested = decode.precision if model.autocasts else "fp32"
         self.precision = select_precision(requested, self.device, key="decoding.precision")
         self.max_src_tokens = max_piece_tokens(model.cfg.max_positions, decode)
+        self.name_dictionary = self._name_dictionary()
         self.reranker = Reranker(self._search, self.src_tok, self.tgt_tok, decode, self.conventions)
 
     @property
@@ -221,6 +223,7 @@ class Translator:
             self.max_src_tokens,
             lambda sentence, hyps: self._sentence(sentence, hyps).text,
         )
+        self.reranker.split_runaways(every_sentence, per_sentence)
         remaining = iter(per_sentence)
         return [
             Translation(self._combine(text, sentences, remaining), sentences)
@@ -243,8 +246,21 @@ class Translator:
         """What `translate` decodes for `text` (`segmentation.source_sentences`)."""
         clause_tokens = self.decode.clause_split_tokens
         return source_sentences(
-            text, self.src_tok, self.conventions, clause_tokens, self.max_src_tokens
+            text,
+            self.src_tok,
+            self.conventions,
+            clause_tokens,
+            self.max_src_tokens,
+            self.name_dictionary,
         )
+
+    def _name_dictionary(self) -> NameDictionary | None:
+        """The dictionary that renders the masked names of a Japanese translation
+        (`decoding.render_names`); None where there are none to render, or it is not installed."""
+        conventions = self.conventions
+        if not (self.decode.render_names and conventions.name_placeholders):
+            return None
+        return load_dictionary() if conventions.target_lang == "ja" else None
 
     def _search(self, pieces: list[list[int]], decode: DecodingConfig) -> list[list[Hypothesis]]:
         with self.precision.autocast():
@@ -284,10 +300,11 @@ class Translator:
         (`decoding.repair_numbers`)."""
         texts = [output_text(self.tgt_tok, h) for h in hyps]
         stop, comma = self.conventions.stop_and_comma
-        for i, piece in enumerate(source.pieces[:-1]):
-            # The model ends each piece as a sentence; one cut after a comma goes on in the next.
+        for i in range(len(source.pieces) - 1):
+            # The model ends each piece as a sentence; the sentence goes on in the next, whether
+            # the piece was cut after a comma or (too long, or run away) between words.
             ended = texts[i].rstrip()
-            if stop and ended.endswith(stop) and ends_clause(self.src_tok.decode(piece)):
+            if stop and ended.endswith(stop):
                 clause = ended.removesuffix(stop)
                 texts[i] = clause if ends_clause(clause) else clause + comma
         text = self.conventions.joiner.join(texts)
@@ -296,7 +313,7 @@ class Translator:
                 text, source.numbers, self.target_lang, self.conventions.number_digits
             )
         if self.conventions.name_placeholders:
-            text = restore_names(text, source.names)
+            text = restore_names(text, source.renderings)
         return SentenceTranslation(
             text=repair_numbers(source.text, text) if self.decode.repair_numbers else text,
             tokens=[token for h in hyps for token in h.tokens],

@@ -97,10 +97,14 @@ def summary(metrics: dict[str, Any]) -> str:
         f"source does not (1 to {STUTTER_UNIT_WORDS} words {STUTTER_TIMES} times in a row, or a "
         f"{LOOP_NGRAM}-gram {LOOP_TIMES} times)",
     ]
+    if metrics.get("name_fidelity") is not None:
+        lines.append(f"names rendered as the reference does: {_names_rendered(metrics)}")
     for corpus, scores in metrics.get("corpora", {}).items():
+        names = scores.get("name_fidelity")
         lines.append(
             f"  {corpus}: {scores['sentences']} sentences, BLEU {scores['bleu']:.2f}, "
             f"chrF {scores['chrf']:.2f}, numbers kept {_numbers_kept(scores)}"
+            + (f", names rendered {_names_rendered(scores)}" if names is not None else "")
         )
     return "\n".join(lines)
 
@@ -110,3 +114,10 @@ def _numbers_kept(metrics: dict[str, Any]) -> str:
     if fidelity["share"] is None:
         return "no numbers in the sources"
     return f"{100 * fidelity['share']:.1f}% ({fidelity['kept']} of {fidelity['source_numbers']})"
+
+
+def _names_rendered(metrics: dict[str, Any]) -> str:
+    names = metrics["name_fidelity"]
+    if names["share"] is None:
+        return "no source name the dictionary knows is in the references"
+    return f"{100 * names['share']:.1f}% ({names['rendered']} of {names['names']})"

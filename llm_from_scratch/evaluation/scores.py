@@ -1,5 +1,6 @@
 """The scores of an evaluation's `metrics.json`: corpus metrics, BLEU by source length, the
-length-limit and repeat counts, number fidelity and loops, of a split and of each of its corpora.
+length-limit and repeat counts, number fidelity, names rendered and loops, of a split and of each
+of its corpora.
 
 Translations are read through two protocols that decoding's `Translation` and `Candidate` meet,
 so that this stage needs nothing of the decoding stage above it.
@@ -13,11 +14,13 @@ from typing import Any, Protocol
 from llm_from_scratch.evaluation.corpora import rows_by_corpus
 from llm_from_scratch.evaluation.fidelity import looping_outputs, number_fidelity
 from llm_from_scratch.evaluation.metrics import bleu, corpus_scores
+from llm_from_scratch.evaluation.names import name_fidelity
 from llm_from_scratch.evaluation.report import (
     REPEAT_NGRAM,
     bleu_by_source_length,
     has_repeated_ngram,
 )
+from llm_from_scratch.name_dictionary import NameDictionary
 from llm_from_scratch.word_segmentation import detokenize_ja, is_segmented
 
 
@@ -48,6 +51,7 @@ def score(
     references: Sequence[str],
     languages: tuple[str, str],
     segmented: bool,
+    dictionary: NameDictionary | None = None,
 ) -> dict[str, Any]:
     """The scores of `metrics.json`. `languages`: the sources' and the translations' (BLEU cuts
     words as the target language needs).
@@ -77,6 +81,10 @@ def score(
         has_repeated_ngram(candidate.tokens) for candidate in best
     )
     metrics["number_fidelity"] = number_fidelity(sources, plain_hyps).to_dict()
+    names = None
+    if dictionary is not None and target_lang == "ja":
+        names = name_fidelity(sources, plain_hyps, plain_refs, dictionary).to_dict()
+    metrics["name_fidelity"] = names
     # Outputs that stutter or repeat a word 4-gram where their source does not: loops.
     metrics["loops"] = len(looping_outputs(sources, plain_hyps, source_lang, target_lang))
     return metrics
@@ -94,6 +102,7 @@ def scores_per_corpus(
     references: Sequence[str],
     corpora: Sequence[str],
     languages: tuple[str, str],
+    dictionary: NameDictionary | None = None,
 ) -> dict[str, Any]:
     """`{"corpora": {corpus: scores}}` where the split mixes several corpora (else nothing): each
     corpus scored alone, as `score` scores a split, without the signatures the overall scores
@@ -110,6 +119,7 @@ def scores_per_corpus(
             own_refs,
             languages,
             segmented=segmented_ja(own_refs, languages),
+            dictionary=dictionary,
         )
         by_corpus[corpus] = {k: v for k, v in scores.items() if not k.endswith("_signature")}
     return {"corpora": by_corpus}

@@ -47,6 +47,7 @@ from llm_from_scratch.programs.model_choice import (
 if TYPE_CHECKING:
     from llm_from_scratch.decoding.config import DecodingConfig
     from llm_from_scratch.evaluation.results import EvaluationSettings
+    from llm_from_scratch.name_dictionary import NameDictionary
     from llm_from_scratch.paths import PathsConfig
 
 GROUPS = ("decoding", "data", "paths")  # the config groups KEY=VALUE may set
@@ -139,6 +140,7 @@ def evaluate(args: argparse.Namespace, settings: dict[str, str]) -> int:
     seconds = time.perf_counter() - start
 
     languages = (data.source_lang, data.target_lang)
+    dictionary = _name_dictionary(data.target_lang)
     metrics = {
         "checkpoint": str(checkpoint),
         "ensemble": args.ensemble,
@@ -150,8 +152,15 @@ def evaluate(args: argparse.Namespace, settings: dict[str, str]) -> int:
         "device": str(translator.device),
         "engine": args.engine,
         "decoding": asdict(translator.decode),
-        **score(sources, translations, references, languages, segmented_ja(references, languages)),
-        **scores_per_corpus(sources, translations, references, corpora, languages),
+        **score(
+            sources,
+            translations,
+            references,
+            languages,
+            segmented_ja(references, languages),
+            dictionary,
+        ),
+        **scores_per_corpus(sources, translations, references, corpora, languages, dictionary),
         "seconds": seconds,
         "sentences_per_second": len(translations) / seconds if seconds > 0 else None,
     }
@@ -159,6 +168,23 @@ def evaluate(args: argparse.Namespace, settings: dict[str, str]) -> int:
     print(summary(metrics))
     print(f"wrote {output_dir / 'hypotheses.txt'} and {output_dir / 'metrics.json'}")
     return 0
+
+
+def _name_dictionary(target_lang: str) -> NameDictionary | None:
+    """The dictionary the names rendered are counted with, for a Japanese target; where it is
+    not installed, the scores go without and the user is told how to install it."""
+    from llm_from_scratch.name_dictionary import DICTIONARY_FILES, load_dictionary
+
+    if target_lang != "ja":
+        return None
+    dictionary = load_dictionary()
+    if dictionary is None:
+        files = ", ".join(str(path) for path in DICTIONARY_FILES)
+        print(
+            f"note: no names rendered score: {files} missing (apt-get install enamdict edict)",
+            file=sys.stderr,
+        )
+    return dictionary
 
 
 def _settings(

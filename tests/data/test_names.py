@@ -15,9 +15,11 @@ from llm_from_scratch.data.names import (
     mask_pair,
     mask_unseen_names,
     name_lexicon,
+    render_names,
     restore_names,
 )
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, keeps_placeholders
+from llm_from_scratch.name_dictionary import load_dictionary
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 N0, N1 = NAME_PLACEHOLDERS[:2]
@@ -161,6 +163,19 @@ def test_outputs_get_each_name_back_once_and_lose_a_placeholder_without_one():
     assert restore_names(f"{N0}と、{N0}は{N1}。", ["Toyota", "Sony"]) == "Toyotaと、はSony。"
     assert keeps_placeholders(f"Ask {N0}.", f"{N0}に聞く。")
     assert not keeps_placeholders(f"Ask {N0}.", "聞く。")
+
+
+def test_a_foreign_name_the_dictionary_knows_is_rendered_in_katakana_and_others_copied():
+    names = ["George", "Floyd", "Abe", "NASA", "Quixbury"]
+    renderings = render_names(names, load_dictionary())
+    assert renderings == ["ジョージ", "フロイド", "Abe", "NASA", "Quixbury"]
+    n2, n3 = NAME_PLACEHOLDERS[2:4]
+    # Two katakana names with only spaces between are one name's parts: a middle dot joins them.
+    joined = restore_names(f"{N0} {N1}が{n2}と会った。", renderings)
+    assert joined == "ジョージ・フロイドがAbeと会った。"
+    assert restore_names(f"{N0}{N1}。", renderings) == "ジョージ・フロイド。"
+    assert restore_names(f"{N0}と{N1}。", renderings) == "ジョージとフロイド。"
+    assert restore_names(f"{n2} {N1}、{n3}。", renderings) == "Abe フロイド、NASA。"
 
 
 def test_only_the_train_split_is_masked_and_only_when_asked(tmp_path, local_config, paths):

@@ -349,3 +349,37 @@ def test_the_ngram_ban_equals_the_rule_written_out(n):
             _reference_ban(expected, generated, n)
         log_probs = next_token_log_probs(logits, generated, specials, n)
         assert torch.equal(log_probs.isinf(), expected.isinf())
+
+
+class NeverEnds:
+    """A model whose every step's likeliest token is the next of a cycle of ordinary tokens,
+    never EOS: each output runs to its length limit."""
+
+    cfg = TINY
+
+    def __init__(self, tok) -> None:
+        self.tok, self.cycle = tok, content_ids(tok)[:5]
+
+    def encode(self, src, src_mask):
+        return torch.zeros(*src.shape, 4)
+
+    def new_cache(self):
+        return None
+
+    def decode(self, tgt, memory, src_mask, cache):
+        logits = torch.zeros(tgt.size(0), tgt.size(1), self.tok.vocab_size)
+        steps = torch.arange(tgt.size(1))
+        logits[:, steps, torch.tensor(self.cycle)[steps % len(self.cycle)]] = 5.0
+        return logits
+
+
+@pytest.mark.parametrize("search", [greedy, beam])
+def test_a_model_that_never_ends_is_stopped_at_the_limit_relative_to_its_source(search):
+    tok = tiny_tokenizer()
+    model = NeverEnds(tok)
+    sources = [[7] * 4, [7] * 12]  # EOS included: limits 1.5 * 4 + 10 and 1.5 * 12 + 10
+    results = search(model, tok, sources, max_len_a=1.5, max_len_b=10, use_cache=False)
+    for result, limit in zip(results, (16, 28), strict=True):
+        for hyp in result if isinstance(result, list) else [result]:
+            assert (len(hyp.tokens), hyp.hit_max_len) == (limit, True)
+            assert tok.eos_id not in hyp.tokens

@@ -11,12 +11,14 @@ import pytest
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.conventions import TextConventions
 from llm_from_scratch.decoding.segmentation import (
+    halved,
     max_piece_tokens,
     packed_parts,
     source_pieces,
     source_sentences,
     split_once,
 )
+from tests.decoding.builders import tiny_tokenizer
 
 MAX_TOKENS = 40
 
@@ -103,3 +105,24 @@ def test_sentences_keep_their_lines_and_mask_numbers_where_the_run_does(tokenize
     plain = source_sentences(text, tokenizer, TextConventions(), 0, MAX_TOKENS)
     assert plain[0].pieces == [tokenizer.encode("I was 20 in 2015.")] and not plain[0].numbers
     assert source_sentences("  \n ", tokenizer, TextConventions(), 0, MAX_TOKENS) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "halves"),
+    [
+        # Between the words where the halves' tokens are nearest (11 and 13 of 24).
+        (
+            "the cat sat on the mat and the dog sat on the rug",
+            ["the cat sat on the mat ", "and the dog sat on the rug"],
+        ),
+        # At a clause mark before any word boundary, however uneven.
+        (
+            "the cat, the dog sat on the mat and ran",
+            ["the cat,", " the dog sat on the mat and ran"],
+        ),
+        ("catcatcatcat", ["catcatcatcat"]),  # a word is never cut
+    ],
+)
+def test_a_piece_is_halved_at_its_clauses_else_between_words(text, halves):
+    tokenizer = tiny_tokenizer()
+    assert [tokenizer.decode(piece) for piece in halved(text, tokenizer)] == halves

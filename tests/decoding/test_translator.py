@@ -356,6 +356,51 @@ def test_a_name_placeholder_model_copies_the_names_it_rarely_saw(
     assert without.sentences("The cat Quixbury came at 5.")[0].names == []
 
 
+def test_a_rare_foreign_name_the_dictionary_knows_is_rendered_in_katakana(
+    copy_model, tokenizer, monkeypatch
+):
+    monkeypatch.setattr(
+        torch_engine, "decode_pieces", answering(tokenizer, "\ue010 \ue011は来た。")
+    )
+    translator = torch_translator(copy_model, tokenizer, GREEDY, name_placeholders=True)
+    # George Floyd: two names, one katakana name in the test dictionary (tests/conftest.py).
+    assert translator.translate(["George Floyd came."])[0].text == "ジョージ・フロイドは来た。"
+    copying = translator.with_decoding(dataclasses.replace(GREEDY, render_names=False))
+    assert copying.translate(["George Floyd came."])[0].text == "George Floydは来た。"
+
+
+def test_a_piece_that_runs_to_its_limit_is_searched_again_in_halves(
+    copy_model, tokenizer, monkeypatch
+):
+    searched: list[str] = []
+
+    def search(model, pieces, *args):
+        # A stand-in model that never ends a piece of more than 13 tokens, and writes a shorter
+        # one as its number of tokens.
+        searched.extend(tokenizer.decode(piece) for piece in pieces)
+        return [
+            [
+                Hypothesis(
+                    tokenizer.encode("猫" * 40 if len(piece) > 13 else f"{len(piece)}語。"),
+                    0.0,
+                    hit_max_len=len(piece) > 13,
+                )
+            ]
+            for piece in pieces
+        ]
+
+    monkeypatch.setattr(torch_engine, "decode_pieces", search)
+    text = "the cat sat on the mat and the dog sat on the rug"  # one clause of 24 tokens
+    [translation] = torch_translator(copy_model, tokenizer, GREEDY).translate([text])
+    # Cut between the words where the halves' tokens are nearest: each searched, each ending.
+    assert searched == [text, "the cat sat on the mat ", "and the dog sat on the rug"]
+    assert translation.text == "11語、13語。"  # the first half's full stop: the sentence goes on
+    assert not translation.candidates[0].hit_max_len
+    keeping = dataclasses.replace(GREEDY, split_runaways=False)
+    [runaway] = torch_translator(copy_model, tokenizer, keeping).translate([text])
+    assert runaway.text == "猫" * 40 and runaway.candidates[0].hit_max_len
+
+
 def test_of_the_hypotheses_that_keep_the_numbers_one_without_a_placeholder_twice_comes_first(
     copy_model, tokenizer, monkeypatch
 ):

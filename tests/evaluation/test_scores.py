@@ -6,7 +6,9 @@ import pytest
 
 from llm_from_scratch.decoding.translator import Candidate, SentenceTranslation, Translation
 from llm_from_scratch.evaluation.metrics import bleu
+from llm_from_scratch.evaluation.report import summary
 from llm_from_scratch.evaluation.scores import score, scores_per_corpus
+from llm_from_scratch.name_dictionary import load_dictionary
 
 
 def translation(text: str, tokens: list[int], hit_max_len: bool = False) -> Translation:
@@ -65,3 +67,19 @@ def test_scores_per_corpus_equal_each_corpus_evaluated_alone():
     assert section["corpora"]["raw"]["number_fidelity"]["kept"] == 1
     assert "bleu_segmented" in section["corpora"]["segmented"]
     assert scores_per_corpus(sources, translations, references, ["x"] * 4, languages) == {}
+
+
+def test_names_rendered_are_scored_for_a_japanese_target_with_a_dictionary():
+    sources, references = (
+        ["Biden came.", "Biden went."],
+        ["バイデン氏が来た。", "バイデン氏が行った。"],
+    )
+    translations = [translation("バイデンが来た。", [5]), translation("Bidenが行った。", [6])]
+    dictionary = load_dictionary()
+    metrics = score(sources, translations, references, ("en", "ja"), False, dictionary)
+    assert metrics["name_fidelity"] == {"share": 0.5, "names": 2, "rendered": 1}
+    assert "names rendered as the reference does: 50.0% (1 of 2)" in summary(
+        {**metrics, "dataset": "d", "split": "test", "direction": "en-ja"}
+        | {"sentences_per_second": 1.0}
+    )
+    assert score(sources, translations, references, ("en", "ja"), False)["name_fidelity"] is None

@@ -234,7 +234,8 @@ def test_a_ja_en_model_gets_a_japanese_to_english_page(browser, tmp_path):
     checkpoint = save_tiny_checkpoint(
         tmp_path / "ja_en.pt", tiny_tokenizer(), ["data.direction=ja-en"]
     )
-    service = TranslationService(Translator.from_checkpoint(checkpoint, device="cpu"), run=None)
+    translator = Translator.from_checkpoint(checkpoint, device="cpu", split_runaways=False)
+    service = TranslationService(translator, run=None)
     with serving(service) as url:
         browser.get(url)
         heading = browser.find_element(By.ID, "direction")
