@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.training.budget.recipe import Plan, recipe_plan
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed, training_precision
-from llm_from_scratch.training.learner import build_learner
+from llm_from_scratch.training.learner import build_learner, shape_batches
 from llm_from_scratch.training.optim import rescheduled
 from llm_from_scratch.training.parent import Parent
 from llm_from_scratch.training.profiling import StepProfiler, fetched
@@ -125,6 +126,7 @@ class Trainer:
             0,
             rank=self.dist.rank,
             world_size=self.dist.world_size,
+            device=self.device,  # a CUDA loader's are static (`data.loading.static_shapes`)
             batch_tokens=self.plan.batch_tokens,
         )
         return len(loader.batch_sampler.batch_shapes())
@@ -178,6 +180,7 @@ class Trainer:
     ) -> dict[str, float]:
         training, budget, progress = self.config.training, self.budget, self.progress
         validator = self.validator()
+        self._compile_every_shape()
         budget.start(progress.step)
         window, metrics = LogWindow(), {}
         started, start_elapsed = budget.clock(), progress.elapsed
@@ -277,19 +280,33 @@ class Trainer:
 
     def batches(self) -> Iterator[StepBatches]:
         """Each optimizer step's batches, from the saved position (`stats.step_batches`)."""
-
-        def open_loader(epoch: int, start_batch: int) -> DataLoader:
-            return self.data.train_loader(
-                epoch,
-                start_batch=start_batch,
-                rank=self.dist.rank,
-                world_size=self.dist.world_size,
-                device=self.device,
-                batch_tokens=self.plan.batch_tokens,
-            )
-
         accumulation = self.config.training.accumulation_steps
-        return step_batches(open_loader, self.progress, accumulation, self.dist.enabled)
+        return step_batches(self._loader, self.progress, accumulation, self.dist.enabled)
+
+    def _loader(self, epoch: int, start_batch: int = 0) -> DataLoader:
+        return self.data.train_loader(
+            epoch,
+            start_batch=start_batch,
+            rank=self.dist.rank,
+            world_size=self.dist.world_size,
+            device=self.device,
+            batch_tokens=self.plan.batch_tokens,
+        )
+
+    def _compile_every_shape(self) -> None:
+        """A compiled step: compile it for every batch shape before the first update, so that the
+        run's own timing (the time budget's re-plan) meets no compilation (`Learner.warm_up`)."""
+        if not self.config.training.compiles(self.device):
+            return
+        started = time.perf_counter()
+        batches = shape_batches(self._loader(self.progress.epoch), self.dist.enabled)
+        self.learner.warm_up(batches)
+        if self.dist.is_main:
+            logger.info(
+                "compiled the step for %d batch shapes (%.1f s)",
+                len(batches),
+                time.perf_counter() - started,
+            )
 
     def _record_validation(self, metrics: dict[str, float]) -> None:
         """Track the best dev BLEU, log the validation, and save `best.pt` when it improved."""

@@ -1,12 +1,17 @@
 """`training.compile`: the model and its loss compile as one module, each batch shape once, and
 never again after a pass over the shapes, not even for another trainer of the same model (the
-budget planner's probes are such trainers), over kyoto_wiki's epoch too. Dynamo's `eager`
-backend traces as the inductor does, without its code generation, so that this runs on a CPU."""
+budget planner's probes are such trainers), over kyoto_wiki's epoch too. Every shape is compiled
+before the first timed step, in the budget's probe and in the run. Dynamo's `eager` backend
+traces as the inductor does, without its code generation, so that this runs on a CPU; static
+shapes, which only a CUDA loader takes by default, are asked for (`data.loading.static_shapes`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
+import time
+import types
 
 import pytest
 import torch
@@ -14,9 +19,15 @@ import torch._dynamo
 from torch._dynamo.utils import counters
 
 from llm_from_scratch.data.batching import TokenBudgetBatchSampler
+from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.programs.train import prepare_data
 from llm_from_scratch.training import compiling
 from llm_from_scratch.training.budget.planner import BudgetPlanner
+from llm_from_scratch.training.budget.probe import probe_costs
+from llm_from_scratch.training.budget.recipe import recipe_plan
+from llm_from_scratch.training.budget.stand_in import stand_in_data
+from llm_from_scratch.training.distributed import Distributed
+from llm_from_scratch.training.learner import shape_batches
 from llm_from_scratch.training.trainer import Trainer
 
 from .test_trainer import fp32
@@ -69,15 +80,107 @@ def test_each_batch_shape_compiles_once(copy_task, tmp_path, eager_dynamo, monke
     assert graphs() == compiled
 
 
-def test_the_compilation_limit_only_rises():
+def test_the_compilation_limit_only_rises_and_counts_the_graphs_compiled_before(eager_dynamo):
     limit = torch._dynamo.config.recompile_limit
-    try:
-        compiling.allow_compilations(limit + 24)
-        assert torch._dynamo.config.recompile_limit == limit + 24
-        compiling.allow_compilations(1)
-        assert torch._dynamo.config.recompile_limit == limit + 24
-    finally:
-        torch._dynamo.config.recompile_limit = limit
+    compiling.allow_compilations(limit + 24)
+    assert torch._dynamo.config.recompile_limit == limit + 24
+    compiling.allow_compilations(1)
+    assert torch._dynamo.config.recompile_limit == limit + 24
+    counters["stats"]["unique_graphs"] += 30  # a probe's model compiled them
+    compiling.allow_compilations(limit + 24)
+    assert torch._dynamo.config.recompile_limit == 30 + limit + 24
+    assert torch._dynamo.config.accumulated_recompile_limit >= 30 + limit + 24
+
+
+def test_an_older_torchs_limit_is_found_by_its_old_name():
+    older = types.SimpleNamespace(cache_size_limit=8, accumulated_cache_size_limit=256)
+    assert compiling.limit_name(older, compiling.RECOMPILE_LIMITS) == "cache_size_limit"
+    assert compiling.limit_name(torch._dynamo.config, compiling.RECOMPILE_LIMITS) == (
+        "recompile_limit"
+    )
+
+
+def with_static_shapes(config, data: DataModule, max_shapes: int, shape_step: int = 8):
+    """`config` and `data` with the static shapes a CUDA loader takes, on the CPU."""
+    loading = dataclasses.replace(
+        config.data.loading, static_shapes="true", max_shapes=max_shapes, shape_step=shape_step
+    )
+    cfg = dataclasses.replace(config.data, loading=loading)
+    static = DataModule(cfg, data.src_tok, data.tgt_tok, data.splits, data.report)
+    return dataclasses.replace(config, data=cfg), static
+
+
+def test_a_probe_of_several_shapes_times_none_of_their_compilations(
+    copy_task, tmp_path, eager_dynamo
+):
+    config, data, _ = copy_task
+    # kftt_gpu's 8 shapes; on this grid the stand-in's epoch meets its 5th and 6th shapes at
+    # its 8th and 13th batches, among the probe's timed updates (the 5th to the 20th).
+    config, _ = with_static_shapes(fp32(config, tmp_path / "run", compile="true"), data, 8, 4)
+    stand_in = stand_in_data(config.data, config.paths)
+    plan = recipe_plan(config)
+    loader = stand_in.train_loader(0, batch_tokens=plan.batch_tokens)
+    shapes = len(loader.batch_sampler.batch_shapes())
+    compiled_at = []  # the graphs compiled so far at each reading of the probe's clock
+
+    def clock() -> float:
+        compiled_at.append(graphs())
+        return time.perf_counter()
+
+    probe_costs(config, plan, stand_in, Distributed(), clock)
+    # The first two readings bracket the timed updates: every shape compiled before them.
+    assert shapes == 8
+    assert compiled_at[0] == compiled_at[1] == compiled_at[-1] == shapes
+
+
+def test_a_run_compiles_each_of_its_shapes_once_before_its_first_update(
+    copy_task, tmp_path, eager_dynamo, caplog
+):
+    config, data, _ = copy_task
+    config, data = with_static_shapes(fp32(config, tmp_path / "run", compile="true"), data, 4)
+    config = dataclasses.replace(
+        config,
+        training=dataclasses.replace(config.training, max_steps=6, eval_every=6, save_every=6),
+    )
+    opened = []
+    train_loader = data.train_loader
+
+    def spy(epoch, **settings):
+        opened.append(settings.get("device"))
+        return train_loader(epoch, **settings)
+
+    data.train_loader = spy
+    trainer = Trainer(config, data)
+    shapes = trainer.batch_shapes()
+    assert torch._dynamo.config.recompile_limit >= shapes == 4
+    updates = []
+    update = trainer.learner.update
+    trainer.learner.update = lambda step: updates.append(graphs()) or update(step)
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    # Counted on the run's own device's loader (a CUDA one's shapes are static by default).
+    assert opened and all(device == trainer.device for device in opened)
+    assert updates == [shapes] * 6 and graphs() == shapes
+    assert "compiled the step for 4 batch shapes" in caplog.text
+
+
+def test_compiling_every_shape_leaves_the_weights_optimizer_and_random_state_as_they_were(
+    copy_task, tmp_path, eager_dynamo
+):
+    config, data, _ = copy_task
+    trainer = Trainer(fp32(config, tmp_path / "run", compile="true"), data)
+    weights = {name: value.clone() for name, value in trainer.model.state_dict().items()}
+    random_state = torch.get_rng_state()
+    batches = shape_batches(trainer.data.train_loader(0), distributed=False)
+    assert len({batch.src.shape for batch in batches}) == len(batches) == 2  # dynamic: two
+    trainer.learner.warm_up(batches)
+    assert graphs() >= 1
+    assert all(
+        torch.equal(weights[name], value) for name, value in trainer.model.state_dict().items()
+    )
+    assert all(parameter.grad is None for parameter in trainer.model.parameters())
+    assert not trainer.optimizer.state
+    assert torch.equal(torch.get_rng_state(), random_state)
 
 
 @pytest.mark.slow

@@ -221,8 +221,8 @@ def _longest(low: int, high: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
-# Untimed first updates: the allocator, kernel selection (again for each new batch shape) and
-# torch.compile make them slower than the run's steady steps.
+# Untimed first updates: the allocator and kernel selection make them slower than the run's
+# steady steps (a compiled step's compilations are paid before them: `Learner.warm_up`).
 PROBE_WARMUP = 4
 PROBE_STEPS = 16
 # The fewest of its own updates, after its first `PROBE_WARMUP`, that a run plans again from: a
