@@ -115,6 +115,10 @@ class TrainingConfig:
     eval_every: int = 500
     save_every: int = 250
     keep_snapshots: int = 5  # weight-only snapshots kept (one per save_every); ≥ 2: averaged.pt
+    # last.pt (the optimizer's moments too) at a save step only once this long (`10m`) has passed
+    # since the last one; each start's first save, its last step and a stop write it. null: at
+    # every save.
+    last_every: str | None = None
     patience: int | None = None  # evaluations without a dev-BLEU improvement before stopping
     log_every: int = 50
     # Dev pairs decoded (greedy) for BLEU at each evaluation: the first ones, or, where dev mixes
@@ -161,6 +165,8 @@ class TrainingConfig:
         check_range("training.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         if self.max_time is not None:
             parse_duration(self.max_time)
+        if self.last_every is not None:
+            parse_duration(self.last_every, "training.last_every")
         check_range("training.budget_slowdown", self.budget_slowdown, 0, low_open=True)
         if self.budget_slowdown != 1 and self.max_time is None:
             raise ConfigError(

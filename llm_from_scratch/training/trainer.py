@@ -29,7 +29,7 @@ from llm_from_scratch.checkpoint import (
 )
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.training.budget.recipe import Plan, recipe_plan
-from llm_from_scratch.training.config import TrainConfig
+from llm_from_scratch.training.config import TrainConfig, parse_duration
 from llm_from_scratch.training.distributed import Distributed, training_precision
 from llm_from_scratch.training.learner import build_learner, shape_batches
 from llm_from_scratch.training.optim import rescheduled
@@ -184,6 +184,7 @@ class Trainer:
         budget.start(progress.step)
         window, metrics = LogWindow(), {}
         started, start_elapsed = budget.clock(), progress.elapsed
+        self._last_written: float | None = None  # this start has written no last.pt yet
 
         def now() -> float:
             time_now = budget.time(self.device)
@@ -223,11 +224,12 @@ class Trainer:
                     window = LogWindow()  # tokens/s measures training, not validation
                 stop = self._early_stop(stop)
             progress.finished = stop
+            wrote_last = False
             if saves:
                 # The snapshot first: a run killed between the two writes resumes from the
                 # previous last.pt and writes this snapshot again, so it averages the same.
                 self._snapshot(step)
-                self.save(self.run_dir.last)
+                wrote_last = self._save_last(step_end, final=stop)
             if stop:
                 return metrics
             # Every rank stops at the same step: under DDP they agree at the steps that log,
@@ -236,7 +238,7 @@ class Trainer:
             if agree and self.dist.any(request.requested):
                 self._guard(window)
                 now()
-                self._stop_on_signal(request.signum, saved=step % self.schedule.save_every == 0)
+                self._stop_on_signal(request.signum, saved=wrote_last)
             if validates or saves:
                 budget.paused(now() - step_end)
             profiler.step()
@@ -365,11 +367,36 @@ class Trainer:
             state["parent"] = self.lineage
         return state
 
+    def _save_last(self, now: float, final: bool) -> bool:
+        """`last.pt` at a save step ending at `now`: at the first of this start (so that a run
+        with snapshots always has one to continue from) and the run's last (`final`), else once
+        `training.last_every` has passed since the last one (without it: at every save step).
+        Whether it was written. Resuming from an older `last.pt` trains the same steps again."""
+        interval, written = self.config.training.last_every, self._last_written
+        paced = not final and interval is not None and written is not None
+        if paced and now - written < parse_duration(interval, "training.last_every"):
+            return False
+        self.save(self.run_dir.last)
+        self._last_written = now
+        return True
+
+    def _averaged(self, step: int) -> bool:
+        """Whether the snapshot due at `step` can be among the `keep_snapshots` that the run's
+        end averages. Past the warm-up (at whose end a time budget's re-plan fixes the step
+        count), in a run that stops only at its last step, a snapshot followed by that many
+        later ones cannot: it would be written, fsynced and deleted unread."""
+        training, schedule = self.config.training, self.schedule
+        if step <= schedule.warmup_steps or training.patience or training.max_epochs:
+            return True
+        every = schedule.save_every
+        later = schedule.steps // every - step // every + int(schedule.steps % every > 0)
+        return step >= schedule.steps or later < training.keep_snapshots
+
     def _snapshot(self, step: int) -> None:
         """A snapshot, for averaging, naming the one before it so that a gap shows; the oldest
-        beyond `keep_snapshots` are deleted."""
+        beyond `keep_snapshots` are deleted. None where averaging would never read it."""
         keep = self.config.training.keep_snapshots
-        if keep == 0:
+        if keep == 0 or not self._averaged(step):
             return
         previous, self.progress.last_snapshot = self.progress.last_snapshot, step
         if not self.dist.is_main:
