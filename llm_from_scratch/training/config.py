@@ -96,6 +96,9 @@ class TrainingConfig:
     device: str = "auto"  # auto: CUDA when available, else CPU
     precision: str = "auto"
     compile: str = "auto"  # auto: CUDA only; on CPUs compiling cost more than it saved
+    # A file of the compiler's cache artifacts (training/compiling.py): read before the run
+    # compiles, written with its graphs at its end. null: the compiler's own caches only.
+    compile_cache: str | None = None
     threads: int | None = None  # CPU threads; null: $OMP_NUM_THREADS, else the usable cores
     max_steps: int = 4200
     max_epochs: int | None = None

@@ -10,8 +10,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import os
+import subprocess
+import sys
 import time
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -32,6 +36,7 @@ from llm_from_scratch.training.trainer import Trainer
 
 from .test_trainer import fp32
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SHAPES = 10  # more than Dynamo's default limit of 8 compilations
 
 
@@ -110,6 +115,7 @@ def with_static_shapes(config, data: DataModule, max_shapes: int, shape_step: in
     return dataclasses.replace(config, data=cfg), static
 
 
+@pytest.mark.slow  # 8 shapes traced
 def test_a_probe_of_several_shapes_times_none_of_their_compilations(
     copy_task, tmp_path, eager_dynamo
 ):
@@ -133,6 +139,7 @@ def test_a_probe_of_several_shapes_times_none_of_their_compilations(
     assert compiled_at[0] == compiled_at[1] == compiled_at[-1] == shapes
 
 
+@pytest.mark.slow  # a run, its shapes traced
 def test_a_run_compiles_each_of_its_shapes_once_before_its_first_update(
     copy_task, tmp_path, eager_dynamo, caplog
 ):
@@ -231,3 +238,50 @@ def test_a_kyoto_wiki_epoch_takes_32_shapes_each_compiled_once_probes_included(
     for group in by_shape.values():
         trainer.update(group)
     assert graphs() == compiled
+
+
+CACHED_COMPILE = """
+import sys
+from pathlib import Path
+
+import torch
+from torch._dynamo.utils import counters
+
+from llm_from_scratch.training.compiling import load_compile_cache, save_compile_cache
+
+path, action = Path(sys.argv[1]), sys.argv[2]
+if action == "load":
+    load_compile_cache(path)
+torch.compile(lambda x: (x.sin() + 1).sum())(torch.randn(8))
+print(counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"])
+if action == "save":
+    save_compile_cache(path)
+"""
+
+
+@pytest.mark.slow  # the inductor generates and builds C++: tens of seconds on 2 cores
+def test_a_saved_compile_cache_spares_another_process_the_inductors_compilation(tmp_path):
+    """The inductor on the CPU (a C++ compiler): one process compiles and saves the cache's
+    artifacts, another with an empty cache directory (another machine) loads them and hits."""
+    artifacts = tmp_path / "compile_cache.bin"
+
+    def compile_in_a_process(action: str, cache_dir: str) -> list[str]:
+        environment = {
+            **os.environ,
+            "PYTHONPATH": str(REPO_ROOT),
+            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / cache_dir),
+            "OMP_NUM_THREADS": "1",
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", CACHED_COMPILE, str(artifacts), action],
+            capture_output=True,
+            text=True,
+            timeout=400,
+            env=environment,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.split()
+
+    assert compile_in_a_process("save", "first") == ["0", "1"]  # a miss: compiled
+    assert artifacts.stat().st_size > 0
+    assert compile_in_a_process("load", "second") == ["1", "0"]  # a hit: not compiled again
