@@ -101,18 +101,19 @@ class Learner:
         self.optimizer.zero_grad(set_to_none=True)
 
 
-def shape_batches(loader: DataLoader, distributed: bool) -> list[Batch]:
-    """A batch of each shape that this rank's batches of `loader`'s epoch take, collated as the
-    loader collates them: the shapes a compiled step compiles for (`Learner.warm_up`). Static
-    shapes: each of the plan's that the rank has; under DDP as many batches as the plan has
-    shapes on every rank (the first again for a shape the rank lacks), since each backward waits
-    for every rank's. Other batches: the first two shapes, after which Dynamo compiles for any."""
+def shape_batches(loader: DataLoader, distributed: bool, first: int | None = None) -> list[Batch]:
+    """A batch of each shape that this rank's batches of `loader`'s epoch take (`first`: its first
+    that many, all a probe trains on), collated as the loader collates them: the shapes a
+    compiled step compiles for (`Learner.warm_up`). Static shapes: each of the plan's that the
+    rank has; under DDP as many batches as the plan has shapes on every rank (the first again for
+    a shape the rank lacks), since each backward waits for every rank's. Other batches: the first
+    two shapes, after which Dynamo compiles for any."""
     sampler = loader.batch_sampler
     rank_batches = sampler.epoch_batches()[sampler.rank :: sampler.world_size]
-    first: dict[tuple[int, int, int], list[int]] = {}
-    for indices in rank_batches:
-        first.setdefault(sampler.padded_shape(indices), indices)
-    chosen = list(first.values())
+    by_shape: dict[tuple[int, int, int], list[int]] = {}
+    for indices in rank_batches[:first]:
+        by_shape.setdefault(sampler.padded_shape(indices), indices)
+    chosen = list(by_shape.values())
     if sampler.shapes is None:
         wanted = 2
     else:

@@ -29,6 +29,7 @@ from llm_from_scratch.training import compiling
 from llm_from_scratch.training.budget.planner import BudgetPlanner
 from llm_from_scratch.training.budget.probe import probe_costs
 from llm_from_scratch.training.budget.recipe import recipe_plan
+from llm_from_scratch.training.budget.schedule import PROBE_STEPS, PROBE_WARMUP
 from llm_from_scratch.training.budget.stand_in import stand_in_data
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.learner import shape_batches
@@ -121,12 +122,14 @@ def test_a_probe_of_several_shapes_times_none_of_their_compilations(
 ):
     config, data, _ = copy_task
     # kftt_gpu's 8 shapes; on this grid the stand-in's epoch meets its 5th and 6th shapes at
-    # its 8th and 13th batches, among the probe's timed updates (the 5th to the 20th).
+    # its 8th and 13th batches, among the probe's timed updates (the 5th to the 20th), and its
+    # 7th and 8th after the probe's last.
     config, _ = with_static_shapes(fp32(config, tmp_path / "run", compile="true"), data, 8, 4)
     stand_in = stand_in_data(config.data, config.paths)
     plan = recipe_plan(config)
-    loader = stand_in.train_loader(0, batch_tokens=plan.batch_tokens)
-    shapes = len(loader.batch_sampler.batch_shapes())
+    sampler = stand_in.train_loader(0, batch_tokens=plan.batch_tokens).batch_sampler
+    batches = list(sampler)
+    probed = len({sampler.padded_shape(batch) for batch in batches[: PROBE_WARMUP + PROBE_STEPS]})
     compiled_at = []  # the graphs compiled so far at each reading of the probe's clock
 
     def clock() -> float:
@@ -134,9 +137,10 @@ def test_a_probe_of_several_shapes_times_none_of_their_compilations(
         return time.perf_counter()
 
     probe_costs(config, plan, stand_in, Distributed(), clock)
-    # The first two readings bracket the timed updates: every shape compiled before them.
-    assert shapes == 8
-    assert compiled_at[0] == compiled_at[1] == compiled_at[-1] == shapes
+    assert len({sampler.padded_shape(batch) for batch in batches}) == 8 and probed == 6
+    # The first two readings bracket the timed updates: each shape of the probe's updates was
+    # compiled before them, and no shape it does not train on.
+    assert compiled_at[0] == compiled_at[1] == compiled_at[-1] == probed
 
 
 @pytest.mark.slow  # a run, its shapes traced
@@ -196,7 +200,8 @@ def test_a_kyoto_wiki_epoch_takes_32_shapes_each_compiled_once_probes_included(
 ):
     """experiment=kyoto_wiki's own batches in static shapes, on the tiny model: at most 32 shapes
     over the epoch for at most 10% more padded tokens than its dynamic batches; the budget
-    planner's probes, then a batch of every shape, then each again, compile each shape once."""
+    planner's probes, then a batch of every shape, then each again, compile each shape once,
+    none past Dynamo's limit."""
     config = train_config(
         "experiment=kyoto_wiki",
         "model=tiny",
@@ -208,7 +213,8 @@ def test_a_kyoto_wiki_epoch_takes_32_shapes_each_compiled_once_probes_included(
         f"paths.root={tmp_path}",
     )
     data = prepare_data(config)
-    plan = BudgetPlanner(config).plan()
+    planner = BudgetPlanner(config)
+    plan = planner.plan()
     trainer = Trainer(config, data, plan)
     static = trainer.data.train_loader(0).batch_sampler
     dynamic = TokenBudgetBatchSampler(
@@ -234,7 +240,16 @@ def test_a_kyoto_wiki_epoch_takes_32_shapes_each_compiled_once_probes_included(
     for group in by_shape.values():
         trainer.update(group)
     compiled = graphs()
-    assert 1 <= probed <= compiled == len(by_shape)  # one graph a shape, the probes' included
+    # The probe's stand-in plans its own shapes: those of its updates that the run's batches do
+    # not take are graphs of their own, which count toward Dynamo's limit too (past it, a shape
+    # would run eagerly and compile no graph).
+    stand_in = planner.stand_in.train_loader(0, batch_tokens=plan.batch_tokens).batch_sampler
+    probe_batches = list(stand_in)[
+        : (PROBE_WARMUP + PROBE_STEPS) * config.training.accumulation_steps
+    ]
+    probe_only = {stand_in.padded_shape(batch) for batch in probe_batches} - set(static_shapes)
+    assert 1 <= probed <= compiled == len(by_shape) + len(probe_only)  # one graph a shape
+    assert torch._dynamo.config.recompile_limit >= compiled
     for group in by_shape.values():
         trainer.update(group)
     assert graphs() == compiled
