@@ -6,13 +6,16 @@
 #   gpu/corpora/    the corpus, laid out as a DATA_MIRROR (<mirror>/<dataset>/<file>)
 #   gpu/tokenizers/ the run's tokenizers, trained here by the project's own tokenizer program
 #                   with the run's data and tokenizer settings, so the lease does not train them
+#   gpu/compile_cache.bin  an earlier lease's compiled graphs (its $OUT/compile_cache.bin, named
+#                   by GPU_COMPILE_CACHE), which the run loads before it compiles
 # The tokenized cache is not carried: it is several times the corpus and the travel limit.
 # Then it prints the folder's size and fails where folder and working tree exceed what travels.
 #
 #   scripts/gpu_prepare.sh            # or: make gpu-prepare
 # Environment: GPU_CARRY (the folder), GPU_DATA (the corpus, default kyoto_wiki, from
 # $DATA_MIRROR), GPU_EXPERIMENT (default kftt_gpu), GPU_PREPARE_ROOT (`paths.root` of the copy
-# it reads the corpus from, default the project's data/), PY (default .venv/bin/python).
+# it reads the corpus from, default the project's data/), GPU_COMPILE_CACHE (a lease's
+# compile_cache.bin to carry), PY (default .venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -96,6 +99,11 @@ for path in dict.fromkeys(tokenizer_paths(config.data, config.tokenizer, config.
     print(f"gpu_prepare: {path}")
 EOF
 echo "gpu_prepare: corpus and tokenizers ready in $(( $(date +%s) - started )) s"
+if [ -n "${GPU_COMPILE_CACHE:-}" ]; then
+    [ -f "$GPU_COMPILE_CACHE" ] || fail "GPU_COMPILE_CACHE=$GPU_COMPILE_CACHE: no such file"
+    cp "$GPU_COMPILE_CACHE" "$CARRY/compile_cache.bin"
+    echo "gpu_prepare: $CARRY/compile_cache.bin from $GPU_COMPILE_CACHE"
+fi
 
 folder_kib=$(du -sk "$CARRY" | cut -f1)
 # What travels beside it: tracked and untracked files git does not ignore (a deleted one is none).

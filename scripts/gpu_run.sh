@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# A GPU lease in one command: the GPU benchmark, then `experiment=kftt_gpu data=kyoto_wiki`
-# trained to fit what is left of the budget, then the test set decoded with beam 5 on the GPU and
-# scored (sacreBLEU ja-mecab, chrF). Run on the GPU machine, from a checkout that carries the
-# folder `scripts/gpu_prepare.sh` filled on a CPU (default gpu/): nothing comes from the network.
+# A GPU lease in one command: the data stage (corpus copied and tokenized before any process
+# starts CUDA or the compiler's threads), the GPU benchmark (its compiled mode first, the one
+# training uses), then `experiment=kftt_gpu data=kyoto_wiki` trained to fit what is left of the
+# budget, then the test set decoded with beam 5 on the GPU and scored (sacreBLEU ja-mecab, chrF).
+# Run on the GPU machine, from a checkout that carries the folder `scripts/gpu_prepare.sh` filled
+# on a CPU (default gpu/): nothing comes from the network.
 #
 #   scripts/gpu_run.sh [BUDGET]     # all of it, setup included: 570, 9m30s, 1h (default 9m30s)
 #
 # Everything lands in $OUT (default gpu_out/): gpu_run.log (this command's output), bench.md (the
 # benchmark's table), train.log, hypotheses.txt and metrics.json (beam 5, test), timeline.txt,
-# and, where it fits, inductor_cache.tar.gz: put it in the carried folder to skip compiling next
-# time. Each part runs under its own `timeout`, so a hang costs that part, not the lease.
-# Environment: GPU_CARRY, GPU_DATA (kyoto_wiki), GPU_EXPERIMENT (kftt_gpu), GPU_BENCH_S (90),
+# and, where it fits, compile_cache.bin (the run's compiled graphs: GPU_COMPILE_CACHE=that file
+# make gpu-prepare carries it to the next lease). Each part runs under its own `timeout`, so a
+# hang costs that part, not the lease.
+# Environment: GPU_CARRY, GPU_DATA (kyoto_wiki), GPU_EXPERIMENT (kftt_gpu), GPU_BENCH_S (75),
 # GPU_DECODE_S (90), GPU_RUN_ARGS (more training overrides), GPU_RUN_TESTS=1 (the CUDA tests
 # first), PY (.venv's, else python3), GPU_RUN_WORK (where data caches and the run go; default
-# /tmp/gpu_run). GPU_RUN_DRY=1: the same steps on a CPU with
-# a tiny model and a tiny budget, which tests/test_gpu_command.py runs so this script cannot rot.
+# /tmp/gpu_run). GPU_RUN_DRY=1: the same steps on a CPU with a tiny model and a few steps under
+# the same time budget, which tests/test_gpu_command.py runs so this script cannot rot.
 set -uo pipefail
 START=$(date +%s)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,13 +32,13 @@ PY=${PY:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 DATA=${GPU_DATA:-kyoto_wiki}
 EXPERIMENT=${GPU_EXPERIMENT:-kftt_gpu}
 DRY=${GPU_RUN_DRY:-0}
-BENCH_S=${GPU_BENCH_S:-90}
+BENCH_S=${GPU_BENCH_S:-75}
 DECODE_S=${GPU_DECODE_S:-90}
 # Held back for installing, the timeline and copying results, and for the seconds a program
 # takes to stop after its own budget ends.
 MARGIN_S=20
-# What is left of the 64 MiB that travel beside gpu/ and the working tree.
-INDUCTOR_MAX_MIB=${GPU_INDUCTOR_MAX_MIB:-8}
+# The largest file that comes back from a lease.
+OUT_FILE_MAX_MIB=16
 mkdir -p "$OUT" "$WORK"
 exec > >(tee -a "$OUT/gpu_run.log") 2> >(tee -a "$OUT/gpu_run.log" >&2)
 MARKS="$WORK/marks-$$.tsv"
@@ -51,22 +54,22 @@ if [ "$DRY" = 1 ]; then
     # A CPU, a tiny model and a few steps: every step of the lease, in seconds, not its scale.
     DEVICE=cpu
     BENCH=(--device cpu --models tiny --tokens 256 --modes eager --warmup 1 --iterations 2)
-    TRAIN=(model=tiny training.device=cpu training.max_time=null training.max_steps=4
-        training.warmup_steps=1 training.eval_every=4 training.save_every=2 training.log_every=1
+    TRAIN=(model=tiny training.device=cpu training.max_steps=4 training.warmup_steps=1
+        training.eval_every=4 training.save_every=2 training.log_every=1
         training.dev_bleu_sentences=4 data.loading.batch_tokens=600 data.loading.num_workers=0
         tokenizer.vocab_size=320)
     DECODE=(--device cpu --limit 8)
 else
     DEVICE=cuda
-    BENCH=(--budget $(( BENCH_S - 15 )))
+    # The mode training uses first, at the run's batch: its MFU is the one the run is held to.
+    BENCH=(--modes compiled,eager --tokens 65536 --budget $(( BENCH_S - 15 )))
     TRAIN=()
     DECODE=()
-    # Inductor's compiled kernels: seeded from an earlier lease's, where one was carried.
-    export TORCHINDUCTOR_CACHE_DIR="$WORK/inductor"
-    if [ -f "$CARRY/inductor_cache.tar.gz" ]; then
-        mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && tar -xzf "$CARRY/inductor_cache.tar.gz" -C "$TORCHINDUCTOR_CACHE_DIR"
-    fi
 fi
+export TORCHINDUCTOR_CACHE_DIR="$WORK/inductor"
+# The compiled graphs of an earlier lease, where one was carried: the run reads and rewrites it.
+COMPILE_CACHE="$WORK/compile_cache.bin"
+[ ! -f "$CARRY/compile_cache.bin" ] || cp "$CARRY/compile_cache.bin" "$COMPILE_CACHE"
 
 # The packages the machine lacks, from the carried wheels; the project from this checkout.
 if compgen -G "$CARRY/wheels/*.whl" > /dev/null; then
@@ -76,23 +79,55 @@ if compgen -G "$CARRY/wheels/*.whl" > /dev/null; then
 else
     export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
-"$PY" -c "import hydra, datasets, sacrebleu, MeCab, ipadic" \
-    || fail "a package is missing: run scripts/gpu_prepare.sh on a CPU and carry ${CARRY#"$PWD"/}"
-seconds=$("$PY" - "${1:-9m30s}" <<'EOF'
+# One process checks the packages and reads the budget: each start of Python costs seconds.
+seconds=$("$PY" - "${1:-9m30s}" "${CARRY#"$PWD"/}" <<'EOF'
 import sys
 
+try:
+    import datasets, hydra, ipadic, MeCab, sacrebleu  # noqa: E401, F401  what the run imports
+except ModuleNotFoundError as missing:
+    print(f"gpu_run: {missing.name} is missing: run scripts/gpu_prepare.sh on a CPU and carry "
+          f"{sys.argv[2]}", file=sys.stderr)
+    sys.exit(1)
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.training.config import parse_duration
 
 try:
     print(round(parse_duration(sys.argv[1], "BUDGET")))
 except ConfigError as error:
-    sys.exit(f"gpu_run: {error}")
+    print(f"gpu_run: {error}", file=sys.stderr)
+    sys.exit(2)
 EOF
-) || exit 2
+)
+status=$?
+(( status == 0 )) || exit "$status"
 echo "gpu_run: a budget of $seconds s, all told"
 export DATA_MIRROR="$CARRY/corpora" PYTHONUNBUFFERED=1
+# matplotlib's font cache, which the run's first validation would otherwise build: meanwhile.
+"$PY" -c "import matplotlib.font_manager" > /dev/null 2>&1 &
+fonts=$!
 mark "setup done"
+
+# The data stage of the run's own config, in a process of its own: the copy of the corpus and
+# its tokenizing (datasets.map forks its workers) come before any process starts CUDA or the
+# compiler's threads; the run then reads the tokenized cache.
+paths=("paths.root=$WORK" "paths.tokenizer_dir=$CARRY/tokenizers")
+# shellcheck disable=SC2206  # GPU_RUN_ARGS: words, as make's ARGS
+extra=(${GPU_RUN_ARGS:-})
+run_config=("experiment=$EXPERIMENT" "data=$DATA" "${paths[@]}" "${TRAIN[@]}" "${extra[@]}")
+timeout 600 "$PY" - "${run_config[@]}" <<'EOF' || fail "the data stage failed: see above"
+import logging
+import sys
+
+from llm_from_scratch.programs.command import exit_on_user_error
+from llm_from_scratch.programs.common import compose_config
+from llm_from_scratch.programs.train import TrainConfig, prepare_data
+
+logging.basicConfig(level=logging.INFO, format="gpu_run: %(message)s")
+with exit_on_user_error():
+    prepare_data(compose_config("train", sys.argv[1:], TrainConfig))
+EOF
+mark "data done"
 
 if [ "${GPU_RUN_TESTS:-0}" = 1 ]; then  # the tests that skip without a GPU; off: they cost minutes
     timeout 180 "$PY" -m pytest -q -p no:cacheprovider tests/training/test_cuda.py \
@@ -111,17 +146,15 @@ mark "benchmark done"
 # The run's budget: what is left, less the decoding and the margin. Its own clock starts when
 # the program does, so its data and tokenizer stages count against it.
 name="${EXPERIMENT}_lease_$(date -u +%Y%m%dT%H%M%S)"
+wait "$fonts"
 left=$(( seconds - ($(date +%s) - START) - DECODE_S - MARGIN_S ))
-if [ "$DRY" != 1 ]; then
-    (( left >= 60 )) || fail "only $left s left to train: give a larger budget"
-    TRAIN=("training.max_time=${left}s")
-fi
-paths=("paths.root=$WORK" "paths.tokenizer_dir=$CARRY/tokenizers")
-# shellcheck disable=SC2206  # GPU_RUN_ARGS: words, as make's ARGS
-extra=(${GPU_RUN_ARGS:-})
+(( left >= 60 )) || fail "only $left s left to train: give a larger budget"
+# The planner's path, in the dry run too; last.pt (with Adam's moments) every few minutes, not
+# at each of the run's saves.
+budget=("training.max_time=${left}s" training.last_every=2m "training.compile_cache=$COMPILE_CACHE")
 mark "train start ($name, ${left} s)"
-timeout -k 15 $(( left + MARGIN_S )) "$PY" scripts/train.py "experiment=$EXPERIMENT" "data=$DATA" \
-    "name=$name" "${paths[@]}" "${TRAIN[@]}" "${extra[@]}"
+timeout -k 15 $(( left + MARGIN_S )) "$PY" scripts/train.py "name=$name" "${run_config[@]}" \
+    "${budget[@]}"
 train_rc=$?
 mark "train end (rc $train_rc)"
 run_dir="$WORK/runs/$name"
@@ -146,12 +179,12 @@ if [ "$train_rc" = 0 ] || compgen -G "$run_dir/*.pt" > /dev/null; then
     done
 fi
 
-if [ "$DRY" != 1 ] && [ -d "$TORCHINDUCTOR_CACHE_DIR" ] \
-    && (( $(du -sm "$TORCHINDUCTOR_CACHE_DIR" | cut -f1) < 64 )); then
-    # Only where it can travel next time beside gpu/'s corpus and wheels (INDUCTOR_MAX_MIB).
-    timeout 20 tar -czf "$WORK/inductor_cache.tar.gz" -C "$TORCHINDUCTOR_CACHE_DIR" . \
-        && (( $(stat -c %s "$WORK/inductor_cache.tar.gz") < INDUCTOR_MAX_MIB * 1024 * 1024 )) \
-        && cp "$WORK/inductor_cache.tar.gz" "$OUT/"
+if [ -f "$COMPILE_CACHE" ]; then  # the run's graphs, where the file fits what comes back
+    if (( $(stat -c %s "$COMPILE_CACHE") < OUT_FILE_MAX_MIB * 1024 * 1024 )); then
+        cp "$COMPILE_CACHE" "$OUT/"
+    else
+        echo "gpu_run: $COMPILE_CACHE is over ${OUT_FILE_MAX_MIB} MiB: not returned"
+    fi
 fi
 mark "end"
 "$PY" scripts/gpu_timeline.py "$MARKS" --log "$OUT/train.log" --events "$run_dir" \

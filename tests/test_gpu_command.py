@@ -1,7 +1,8 @@
 """The one command of a GPU lease, `scripts/gpu_run.sh`, dry-run on a CPU (`GPU_RUN_DRY=1`: a tiny
-model, a few steps, a tiny corpus): every step a lease runs (the benchmark, the training, the
-beam-5 decoding, the results and the timeline in $OUT), so the script cannot rot between leases,
-which are rare. What only a GPU shows (speed, compile, CUDA graphs) stays for the lease."""
+model, a few steps, a tiny corpus): every step a lease runs (the data stage, the benchmark, the
+training planned to fit the time left, the beam-5 decoding, the results and the timeline in
+$OUT), from an empty work folder as a lease's, so the script cannot rot between leases, which
+are rare. What only a GPU shows (speed, compile, CUDA graphs) stays for the lease."""
 
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def gpu_run(tmp_path: Path, *arguments: str, **env: str) -> subprocess.Completed
 @pytest.mark.slow  # trains, decodes and scores: the longest of the suite's runs
 def test_the_dry_run_trains_decodes_scores_and_leaves_every_result_in_out(tmp_path):
     write_corpus(tmp_path / "carry" / "corpora" / "tiny_lease")
+    assert not (tmp_path / "work").exists()  # a lease's machine starts bare
     done = gpu_run(
         tmp_path,
         GPU_RUN_DRY="1",
@@ -84,13 +86,16 @@ def test_the_dry_run_trains_decodes_scores_and_leaves_every_result_in_out(tmp_pa
     assert len(hypotheses) == 6
     timeline = (out / "timeline.txt").read_text(encoding="utf-8").splitlines()
     stages = [line.split(maxsplit=1)[1] for line in timeline[1:]]
-    order = ["start", "setup done", "benchmark done", "train start", "first logged update",
+    order = ["start", "setup done", "data done", "benchmark done", "train start",
+             "log: timed on a stand-in of the corpus", "first logged update",
              "last logged update", "train end", "decode start", "decode end", "end"]  # fmt: skip
     found = [next(i for i, stage in enumerate(stages) if stage.startswith(o)) for o in order]
     assert found == sorted(found), timeline
     seconds = [float(line.split()[0]) for line in timeline[1:]]
     assert seconds == sorted(seconds) and seconds[0] == 0.0
     assert "log: tokenized splits ready" in "\n".join(stages)
+    # The time budget planned the run: the planner's path, as on a lease.
+    assert "all 4 steps fit" in (out / "train.log").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow  # a process that imports torch: seconds each

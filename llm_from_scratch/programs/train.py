@@ -36,6 +36,7 @@ from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.budget.planner import BudgetPlanner
 from llm_from_scratch.training.budget.schedule import slower_clock
+from llm_from_scratch.training.compiling import load_compile_cache, save_compile_cache
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import (
     Distributed,
@@ -108,6 +109,9 @@ def run(
         clock = budget_clock(config, clock, started_at, dist)
         # The planner reads the corpora's lines: fetch them first (cheap, and idempotent).
         raw_dirs = fetch(config, dist)
+        compile_cache = config.training.compile_cache
+        if compile_cache is not None:  # before the planner's probes compile
+            load_compile_cache(Path(compile_cache))
         planner = BudgetPlanner(config, dist, clock, started_at, chosen)
         plan, pacing = planner.plan(resumed)
         config = replace(config, tokenizer=plan.tokenizer)
@@ -117,6 +121,8 @@ def run(
         trainer = Trainer(config, data, plan, dist, saved, parent, pacing)
         with closing(trainer.run_logger()) as log:
             metrics = trainer.fit(log)
+            if compile_cache is not None and dist.is_main:
+                save_compile_cache(Path(compile_cache))
             log_summary(finish(trainer, metrics, log), config, started_at)
         return metrics
 

@@ -184,6 +184,9 @@ class TrainingConfig:
     device: str = "auto"  # auto: CUDA when available, else CPU
     precision: str = "auto"
     compile: str = "auto"  # auto: CUDA only; on CPUs compiling cost more than it saved
+    # A file of the compiler's cache artifacts (training/compiling.py): read before the run
+    # compiles, written with its graphs at its end. null: the compiler's own caches only.
+    compile_cache: str | None = None
     threads: int | None = None  # CPU threads; null: $OMP_NUM_THREADS, else the usable cores
     max_steps: int = 4200
     max_epochs: int | None = None
@@ -206,6 +209,10 @@ class TrainingConfig:
     eval_every: int = 500
     save_every: int = 250
     keep_snapshots: int = 5  # weight-only snapshots kept (one per save_every); ≥ 2: averaged.pt
+    # last.pt (the optimizer's moments too) at a save step only once this long (`10m`) has passed
+    # since the last one; each start's first save, its last step and a stop write it. null: at
+    # every save.
+    last_every: str | None = None
     patience: int | None = None  # evaluations without a dev-BLEU improvement before stopping
     log_every: int = 50
     # Dev pairs decoded (greedy) for BLEU at each evaluation: the first ones, or, where dev mixes
@@ -258,6 +265,8 @@ class TrainingConfig:
         check_range("training.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         if self.max_time is not None:
             parse_duration(self.max_time)
+        if self.last_every is not None:
+            parse_duration(self.last_every, "training.last_every")
         for key in ("budget_slowdown", "budget_speedup"):
             check_range(f"training.{key}", getattr(self, key), 0, low_open=True)
             if getattr(self, key) != 1 and self.max_time is None:

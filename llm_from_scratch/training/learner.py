@@ -6,7 +6,8 @@ without a trainer or a tokenizer.
 
 One optimizer step consumes `accumulation_steps` token-budget batches; their summed losses are
 divided by the target tokens of all of them (across DDP ranks too), so accumulation and more ranks
-give the update of one larger batch.
+give the update of one larger batch. A compiled step compiles each batch shape on its first batch
+of it: `warm_up` on `shape_batches` pays those compilations before any step is timed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
+from torch.utils.data import DataLoader
 
+from llm_from_scratch.data.batch import Batch
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.precision import Precision
 from llm_from_scratch.training.config import TrainConfig
@@ -86,6 +89,42 @@ class Learner:
             padded_tokens=sum(b.src.numel() + b.tgt_in.numel() for b in micro_batches),
             real_tokens=sum(b.src_tokens + b.tgt_tokens for b in micro_batches),
         )
+
+    def warm_up(self, batches: list[Batch]) -> None:
+        """Compile the step for the shape of each of `batches`: a forward and backward of each,
+        whose gradients are dropped, no optimizer step, and the random states put back, so that
+        the weights, the optimizer and the dropout masks of the steps that follow are as they
+        would have been without it."""
+        self.model.train()
+        device = self.precision.device
+        devices = [device] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices, device_type=device.type):
+            for batch in batches:
+                batch = batch.to(device, non_blocking=True)
+                loss = self.forward_model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out)
+                loss.backward()
+        self.optimizer.zero_grad(set_to_none=True)
+
+
+def shape_batches(loader: DataLoader, distributed: bool, first: int | None = None) -> list[Batch]:
+    """A batch of each shape that this rank's batches of `loader`'s epoch take (`first`: its first
+    that many, all a probe trains on), collated as the loader collates them: the shapes a
+    compiled step compiles for (`Learner.warm_up`). Static shapes: each of the plan's that the
+    rank has; under DDP as many batches as the plan has shapes on every rank (the first again for
+    a shape the rank lacks), since each backward waits for every rank's. Other batches: the first
+    two shapes, after which Dynamo compiles for any."""
+    sampler = loader.batch_sampler
+    rank_batches = sampler.epoch_batches()[sampler.rank :: sampler.world_size]
+    by_shape: dict[tuple[int, int, int], list[int]] = {}
+    for indices in rank_batches[:first]:
+        by_shape.setdefault(sampler.padded_shape(indices), indices)
+    chosen = list(by_shape.values())
+    if sampler.shapes is None:
+        wanted = 2
+    else:
+        wanted = len(sampler.shapes.shapes) if distributed else len(chosen)
+    chosen = chosen[:wanted] + rank_batches[:1] * (wanted - len(chosen))
+    return [loader.collate_fn([loader.dataset[index] for index in batch]) for batch in chosen]
 
 
 def build_learner(

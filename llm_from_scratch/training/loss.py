@@ -10,6 +10,7 @@ needs after the loss. Other devices keep `F.cross_entropy`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import torch
@@ -133,8 +134,17 @@ def forward_module(
     if ranks.enabled:
         device = model_loss.precision.device
         ids = [device.index] if device.type == "cuda" else None
-        # The position tables are the only buffers and never change: no broadcast per forward.
-        module = DistributedDataParallel(model_loss, device_ids=ids, forward_sync_buffers=False)
+        module = DistributedDataParallel(model_loss, device_ids=ids, **unsynced_buffers())
     if compiles:
         module = compiled(module, shapes())
     return module
+
+
+def unsynced_buffers() -> dict[str, bool]:
+    """DDP's option that broadcasts no buffers before each forward: the position tables are the
+    only buffers, computed alike on every rank, and never change. `forward_sync_buffers` where
+    this torch has it; older releases (the GPU machines' 2.11) only have `broadcast_buffers`,
+    which also skips the broadcast at construction, as tables computed alike can."""
+    if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters:
+        return {"forward_sync_buffers": False}
+    return {"broadcast_buffers": False}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -28,9 +29,9 @@ from llm_from_scratch.checkpoint import (
     save_checkpoint,
 )
 from llm_from_scratch.data.datamodule import DataModule
-from llm_from_scratch.training.config import TrainConfig
+from llm_from_scratch.training.config import TrainConfig, parse_duration
 from llm_from_scratch.training.distributed import Distributed, training_precision
-from llm_from_scratch.training.learner import build_learner
+from llm_from_scratch.training.learner import build_learner, shape_batches
 from llm_from_scratch.training.pacing import Pacing
 from llm_from_scratch.training.parent import Parent
 from llm_from_scratch.training.plan import Plan, Schedule, recipe_plan
@@ -128,6 +129,7 @@ class Trainer:
             0,
             rank=self.dist.rank,
             world_size=self.dist.world_size,
+            device=self.device,  # a CUDA loader's are static (`data.loading.static_shapes`)
             batch_tokens=self.plan.batch_tokens,
         )
         return len(loader.batch_sampler.batch_shapes())
@@ -181,9 +183,11 @@ class Trainer:
     ) -> dict[str, float]:
         training, pacing, progress = self.config.training, self.pacing, self.progress
         validator = self.validator()
+        self._compile_every_shape()
         pacing.start(progress.step)
         window, metrics = LogWindow(), {}
         started, start_elapsed = pacing.clock(), progress.elapsed
+        self._last_written: float | None = None  # this start has written no last.pt yet
 
         def now() -> float:
             time_now = pacing.time(self.device)
@@ -228,11 +232,12 @@ class Trainer:
                     window = LogWindow()  # tokens/s measures training, not validation
                 stop = self._early_stop(stop)
             progress.finished = stop
+            wrote_last = False
             if saves:
                 # The snapshot first: a run killed between the two writes resumes from the
                 # previous last.pt and writes this snapshot again, so it averages the same.
                 self._snapshot(step)
-                self.save(self.run_dir.last)
+                wrote_last = self._save_last(step_end, final=stop)
                 pacing.saved(now() - paused_from)
             if stop:
                 return metrics
@@ -242,7 +247,7 @@ class Trainer:
             if agree and self.dist.any(request.requested):
                 self._guard(window)
                 now()
-                self._stop_on_signal(request.signum, saved=step % self.schedule.save_every == 0)
+                self._stop_on_signal(request.signum, saved=wrote_last)
             profiler.step()
         return metrics
 
@@ -285,19 +290,33 @@ class Trainer:
 
     def batches(self) -> Iterator[StepBatches]:
         """Each optimizer step's batches, from the saved position (`stats.step_batches`)."""
-
-        def open_loader(epoch: int, start_batch: int) -> DataLoader:
-            return self.data.train_loader(
-                epoch,
-                start_batch=start_batch,
-                rank=self.dist.rank,
-                world_size=self.dist.world_size,
-                device=self.device,
-                batch_tokens=self.plan.batch_tokens,
-            )
-
         accumulation = self.config.training.accumulation_steps
-        return step_batches(open_loader, self.progress, accumulation, self.dist.enabled)
+        return step_batches(self._loader, self.progress, accumulation, self.dist.enabled)
+
+    def _loader(self, epoch: int, start_batch: int = 0) -> DataLoader:
+        return self.data.train_loader(
+            epoch,
+            start_batch=start_batch,
+            rank=self.dist.rank,
+            world_size=self.dist.world_size,
+            device=self.device,
+            batch_tokens=self.plan.batch_tokens,
+        )
+
+    def _compile_every_shape(self) -> None:
+        """A compiled step: compile it for every batch shape before the first update, so that the
+        run's own timing (the time budget's re-plan) meets no compilation (`Learner.warm_up`)."""
+        if not self.config.training.compiles(self.device):
+            return
+        started = time.perf_counter()
+        batches = shape_batches(self._loader(self.progress.epoch), self.dist.enabled)
+        self.learner.warm_up(batches)
+        if self.dist.is_main:
+            logger.info(
+                "compiled the step for %d batch shapes (%.1f s)",
+                len(batches),
+                time.perf_counter() - started,
+            )
 
     def _record_validation(self, metrics: dict[str, float]) -> None:
         """Track the best dev BLEU, log the validation, and save `best.pt` when it improved."""
@@ -356,11 +375,36 @@ class Trainer:
             state["parent"] = self.lineage
         return state
 
+    def _save_last(self, now: float, final: bool) -> bool:
+        """`last.pt` at a save step ending at `now`: at the first of this start (so that a run
+        with snapshots always has one to continue from) and the run's last (`final`), else once
+        `training.last_every` has passed since the last one (without it: at every save step).
+        Whether it was written. Resuming from an older `last.pt` trains the same steps again."""
+        interval, written = self.config.training.last_every, self._last_written
+        paced = not final and interval is not None and written is not None
+        if paced and now - written < parse_duration(interval, "training.last_every"):
+            return False
+        self.save(self.run_dir.last)
+        self._last_written = now
+        return True
+
+    def _averaged(self, step: int) -> bool:
+        """Whether the snapshot due at `step` can be among the `keep_snapshots` that the run's
+        end averages. Past the warm-up (at whose end a time budget's re-plan fixes the step
+        count), in a run that stops only at its last step, a snapshot followed by that many
+        later ones cannot: it would be written, fsynced and deleted unread."""
+        training, schedule = self.config.training, self.schedule
+        if step <= schedule.warmup_steps or training.patience or training.max_epochs:
+            return True
+        every = schedule.save_every
+        later = schedule.steps // every - step // every + int(schedule.steps % every > 0)
+        return step >= schedule.steps or later < training.keep_snapshots
+
     def _snapshot(self, step: int) -> None:
         """A snapshot, for averaging, naming the one before it so that a gap shows; the oldest
-        beyond `keep_snapshots` are deleted."""
+        beyond `keep_snapshots` are deleted. None where averaging would never read it."""
         keep = self.config.training.keep_snapshots
-        if keep == 0:
+        if keep == 0 or not self._averaged(step):
             return
         previous, self.progress.last_snapshot = self.progress.last_snapshot, step
         if not self.dist.is_main:

@@ -1,4 +1,4 @@
-"""Checkpoint averaging: the arithmetic, the snapshots a run keeps, and the script."""
+"""Checkpoint averaging: the arithmetic, the snapshots a run keeps (and writes), and the script."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from llm_from_scratch.checkpoint import (
     restore_for_inference,
 )
 from llm_from_scratch.paths import RunDir
+from llm_from_scratch.training import trainer as trainer_module
 from llm_from_scratch.training.averaging import average_checkpoints, average_state_dicts
-from tests.training.test_trainer import Run
+from tests.training.test_trainer import Run, crashing_after_step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,6 +63,55 @@ def test_run_keeps_its_newest_snapshots_and_writes_their_average(trained_run):
     assert all(torch.equal(last[k], snapshots[-1][k]) for k in last)
     model, *_ = restore_for_inference(averaged)
     assert not model.training
+
+
+@pytest.mark.slow  # three runs, each averaged and scored
+def test_a_run_writes_only_the_snapshots_it_averages_and_last_pt_as_often_as_asked(
+    copy_task, tmp_path, monkeypatch
+):
+    """A run of minutes: no snapshot that its average would never read, and with
+    `training.last_every`, `last.pt` (the optimizer's moments too) at its first save and its
+    end; a crash resumes from that `last.pt` and trains the run that no crash trains."""
+    config, data, _ = copy_task
+    settings = {
+        "precision": "fp32", "device": "cpu", "max_steps": 10, "warmup_steps": 3,
+        "save_every": 2, "eval_every": 1000, "keep_snapshots": 3,
+    }  # fmt: skip
+
+    def run_config(name: str, **changes) -> object:
+        training = dataclasses.replace(config.training, **settings, **changes)
+        paths = dataclasses.replace(config.paths, run_dir=str(tmp_path / name))
+        return dataclasses.replace(config, paths=paths, training=training)
+
+    written = []
+    save = trainer_module.save_checkpoint
+
+    def recorded(path, state) -> None:
+        written.append((Path(path).parent.name, Path(path).name, state["progress"]["step"]))
+        save(path, state)
+
+    monkeypatch.setattr(trainer_module, "save_checkpoint", recorded)
+    straight = Run(run_config("straight"), data)
+    straight.fit()
+    # Step 2: within the warm-up, at whose end a time budget may plan again; 4: deleted unread.
+    assert [step for _, name, step in written if name.startswith("step-")] == [2, 6, 8, 10]
+    assert [step for _, name, step in written if name == "last.pt"] == [2, 4, 6, 8, 10]
+    written.clear()
+    paced = run_config("paced", last_every="1h")
+    with crashing_after_step(monkeypatch, 7):
+        Run(paced, data).fit()
+    assert [step for _, name, step in written if name == "last.pt"] == [2]
+    resumed = Run(paced, data)
+    resumed.fit()
+    # Each start writes its first save's, then only the last step's.
+    assert [step for _, name, step in written if name == "last.pt"] == [2, 4, 10]
+    for run in (straight, resumed):
+        averaged = load_checkpoint(run.trainer.run_dir.averaged)
+        assert averaged["averaged_steps"] == [6, 8, 10]
+    reference = load_checkpoint(straight.trainer.run_dir.averaged)["model"]
+    assert all(torch.equal(averaged["model"][key], reference[key]) for key in reference)
+    last = load_checkpoint(resumed.trainer.run_dir.last)
+    assert last["progress"]["step"] == 10 and "optimizer" in last
 
 
 def test_average_records_its_step_and_dev_scores(trained_run):

@@ -1,14 +1,23 @@
-"""torchrun with two CPU processes (gloo): both train, only rank 0 writes the run directory."""
+"""torchrun with two CPU processes (gloo): both train, only rank 0 writes the run directory; and
+DDP's constructor under the older signature of the GPU machines' torch."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from llm_from_scratch.checkpoint import load_checkpoint
+from llm_from_scratch.precision import Precision
+from llm_from_scratch.training import loss as loss_module
+from llm_from_scratch.training.distributed import Distributed
+from llm_from_scratch.training.loss import ModelLoss, forward_module
 
 from .commands import copy_task_overrides
 
@@ -72,3 +81,40 @@ def test_two_processes_plan_a_budget_and_plan_it_again_together(copy_corpus, tmp
     assert result.stdout.count("planned again at step") == 1
     progress = load_checkpoint(run_dir / "last.pt")["progress"]
     assert progress["step"] == progress["planned_steps"] > 1
+
+
+class OlderDDP(nn.Module):
+    """DistributedDataParallel's constructor as torch 2.11 (the GPU machines') has it: no
+    `forward_sync_buffers`."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True):
+        super().__init__()
+        self.module, self.broadcast_buffers = module, broadcast_buffers
+
+
+class NewerDDP(OlderDDP):
+    def __init__(self, module, device_ids=None, broadcast_buffers=None, forward_sync_buffers=None):
+        super().__init__(module, device_ids, broadcast_buffers=broadcast_buffers)
+        self.forward_sync_buffers = forward_sync_buffers
+
+
+@pytest.mark.parametrize(
+    ("ddp", "setting"),
+    [(OlderDDP, ("broadcast_buffers", False)), (NewerDDP, ("forward_sync_buffers", False))],
+)
+def test_ddp_broadcasts_no_buffers_before_a_forward_under_either_signature(
+    monkeypatch, ddp, setting
+):
+    monkeypatch.setattr(loss_module, "DistributedDataParallel", ddp)
+    model_loss = ModelLoss(nn.Linear(2, 2), Precision(torch.device("cpu"), "fp32"), 0, 0.0)
+    wrapped = forward_module(model_loss, Distributed(rank=0, world_size=2), False, lambda: 1)
+    assert isinstance(wrapped, ddp) and wrapped.module is model_loss
+    name, value = setting
+    assert getattr(wrapped, name) is value
+    if ddp is NewerDDP:
+        assert wrapped.broadcast_buffers is None  # left to DDP's default: buffers sync at init
+
+
+def test_this_torchs_ddp_takes_the_setting_it_is_given():
+    parameters = inspect.signature(DistributedDataParallel).parameters
+    assert loss_module.unsynced_buffers().keys() <= parameters.keys()

@@ -5,8 +5,10 @@ A fresh `Learner` of the plan (`learner.py`: the run's own update) takes `PROBE_
 random ids in the corpus's lengths, for a vocabulary of the plan's size. A `Validator` of it
 rehearses a validation on the stand-in's dev split, and the learner's state is saved once as
 `last.pt` (and a snapshot) would be. The random states are put back as they were, so that the run
-trains as if the probe never happened. A group that an epoch's end leaves short of
-`accumulation_steps` batches is skipped: the probe times whole steps.
+trains as if the probe never happened. A compiled step is first compiled for each batch shape
+that the probe's updates take (`Learner.warm_up`), so that no compilation is timed as a step. A
+group that an epoch's end leaves short of `accumulation_steps` batches is skipped: the probe
+times whole steps.
 """
 
 from __future__ import annotations
@@ -20,10 +22,15 @@ from torch.utils.data import DataLoader
 from llm_from_scratch.checkpoint import save_checkpoint
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.device import synchronize
-from llm_from_scratch.training.budget.schedule import Costs, measure_costs
+from llm_from_scratch.training.budget.schedule import (
+    PROBE_STEPS,
+    PROBE_WARMUP,
+    Costs,
+    measure_costs,
+)
 from llm_from_scratch.training.config import TrainConfig
 from llm_from_scratch.training.distributed import Distributed, training_precision
-from llm_from_scratch.training.learner import build_learner
+from llm_from_scratch.training.learner import build_learner, shape_batches
 from llm_from_scratch.training.plan import Plan
 from llm_from_scratch.training.state import Progress
 from llm_from_scratch.training.stats import step_batches
@@ -89,6 +96,10 @@ def probe_costs(
             synchronize(device)
             return clock()
 
+        if training.compiles(device):  # the shapes of the updates it takes, and no others
+            probed = (PROBE_WARMUP + PROBE_STEPS) * training.accumulation_steps
+            loader = _loader(stand_in, plan, dist, device)
+            learner.warm_up(shape_batches(loader, dist.enabled, first=probed))
         test_share = validator.test_share() if validator is not None else 0.0
         costs = measure_costs(
             run_step, rehearse, save, training.keep_snapshots, synchronized, test_share
