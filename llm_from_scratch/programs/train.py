@@ -107,11 +107,11 @@ def run(
         datasets.disable_progress_bars()  # the log says what reading and tokenizing did
         use_threads(config, dist)
         clock = budget_clock(config, clock, started_at, dist)
-        # The planner reads the corpora's lines: fetch them first (cheap, and idempotent).
-        raw_dirs = fetch(config, dist)
         compile_cache = config.training.compile_cache
         if compile_cache is not None:  # before the planner's probes compile
             load_compile_cache(Path(compile_cache))
+        # The planner reads the corpora's lines: fetch them first (cheap, and idempotent).
+        raw_dirs = fetch(config, dist)
         planner = BudgetPlanner(config, dist, clock, started_at, chosen)
         plan, pacing = planner.plan(resumed)
         config = replace(config, tokenizer=plan.tokenizer)
