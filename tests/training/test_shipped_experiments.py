@@ -25,6 +25,7 @@ from llm_from_scratch.paths import RunDir
 from llm_from_scratch.programs import train as program
 from llm_from_scratch.programs.common import compose_config
 from llm_from_scratch.training.config import TrainConfig
+from llm_from_scratch.training.plan import Choices
 from tests.data.fixture_mirror import PAIRS, fixture_pairs, without_checksums, write_fixture_mirror
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -84,7 +85,7 @@ def make_parent(root: Path, mirror: Path) -> Path:
         f"paths.root={root}", "name=parent", "model=tiny", "training.max_time=null",
         "training.short_run=null",
     )  # fmt: skip
-    assert program.train(on_fixture_mirror(config, mirror), keep_model=True)
+    assert program.train(on_fixture_mirror(config, mirror), chosen=Choices(model=True))
     return Path(config.run_dir.root)
 
 
@@ -110,7 +111,7 @@ def test_a_time_budgeted_run_of_each_experiment_starts_from_an_empty_raw_dir(
     if compose_config("train", overrides, TrainConfig).training.init_from is not None:
         parent = make_parent(tmp_path / "parent", mirror)
         overrides.append(f"training.init_from={parent}")
-    config, keep_model = composed(*overrides)
+    config, model_chosen = composed(*overrides)
     config = on_fixture_mirror(config, mirror)
     write_extra_train(config)
     raw_dir = Path(config.paths.raw_dir)
@@ -118,7 +119,8 @@ def test_a_time_budgeted_run_of_each_experiment_starts_from_an_empty_raw_dir(
     caplog.clear()
 
     with caplog.at_level(logging.INFO):
-        metrics = program.train(config, keep_model=keep_model)
+        # `training.max_steps` caps the budget as it does when a command line sets it.
+        metrics = program.train(config, chosen=Choices(model=model_chosen, max_steps=True))
 
     loggers = [record.name for record in caplog.records]
     planned = [i for i, name in enumerate(loggers) if name.startswith(PLANNER_LOGGER)]
