@@ -374,3 +374,12 @@ class CheckpointSummary:
         """A parent's lineage entry as the log and translate.py show it."""
         step = "step not recorded" if parent["step"] is None else f"step {parent['step']}"
         return f"{shown(parent['path'])} ({step}, sha256 {parent['sha256'][:12]})"
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read a megabyte at a time."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()

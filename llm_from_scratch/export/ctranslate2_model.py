@@ -24,7 +24,6 @@ How this project's Transformer maps onto the spec (see model/layers.py and model
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from llm_from_scratch.atomic import atomic_writer, give_file_modes
 from llm_from_scratch.checkpoint import (
     DIGEST_KEY,
     CheckpointSummary,
+    file_sha256,
     load_checkpoint,
     restore_for_inference,
 )
@@ -271,14 +271,6 @@ def _holds(directory: Path, settings: dict[str, Any]) -> bool:
     except ExportError:
         return False
     return all(manifest.get(key) == value for key, value in settings.items())
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_model_file(directory: str | Path, manifest: dict[str, Any]) -> None:

@@ -14,7 +14,6 @@ cannot be trained.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -24,6 +23,7 @@ import torch
 
 from llm_from_scratch.checkpoint import (
     CheckpointSummary,
+    file_sha256,
     load_checkpoint,
     restore_tokenizers,
     run_model,
@@ -132,14 +132,6 @@ def _model_in(directory: Path) -> Path:
         f"training.init_from={directory} is a directory without {names}: "
         f"give a checkpoint file or {RUN_PREFIX}NAME"
     )
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while chunk := file.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def adopt_parent(config: TrainConfig, parent: Parent, chosen: Collection[str]) -> TrainConfig:
