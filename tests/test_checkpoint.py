@@ -292,7 +292,8 @@ def test_a_crafted_pattern_with_a_matching_hash_is_refused_before_it_runs(checkp
 def test_weights_that_do_not_fit_are_a_one_line_error(checkpoints, tokenizer, tmp_path, problem):
     state = load_checkpoint(checkpoints[2])
     state["model"] = misfit_weights(state["model"], TINY, tokenizer.vocab_size, problem)
-    path = resaved(state, tmp_path / "misfit.pt")
+    path = tmp_path / "misfit.pt"
+    save_checkpoint(path, state)  # with its digest: the misfit is what is refused
     with pytest.raises(CheckpointError) as error:
         restore_for_inference(load_checkpoint(path), origin=str(path))
     message = str(error.value)

@@ -156,6 +156,9 @@ def combine(
                     ]
                     truecaser = learn_truecaser(raw)
                 pairs = restyle(pairs, member.corpus.source_style, style, truecaser)
+            if len(pairs) == 0:  # a split carved to nothing: a table of no blocks takes no column
+                columns = {name: [] for name in pairs.column_names}
+                pairs = datasets.Dataset.from_dict(columns, features=pairs.features)
             labels = [member.name] * len(pairs)
             styled[member.name, split] = pairs.add_column(CORPUS_COLUMN, labels)
         return styled[member.name, split]

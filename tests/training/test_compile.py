@@ -28,11 +28,11 @@ from llm_from_scratch.programs.train import prepare_data
 from llm_from_scratch.training import compiling
 from llm_from_scratch.training.budget.planner import BudgetPlanner
 from llm_from_scratch.training.budget.probe import probe_costs
-from llm_from_scratch.training.plan import recipe_plan
 from llm_from_scratch.training.budget.schedule import PROBE_STEPS, PROBE_WARMUP
 from llm_from_scratch.training.budget.stand_in import stand_in_data
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.learner import shape_batches
+from llm_from_scratch.training.plan import recipe_plan
 from llm_from_scratch.training.trainer import Trainer
 
 from .test_trainer import fp32

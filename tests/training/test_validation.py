@@ -38,12 +38,13 @@ def test_validation_greedy_equals_the_translator_with_beam_size_one(copy_task, t
         dev["src_ids"], dev["src"]
     )
     # At the precision validation decoded at (training's), not the translator's own choice, and
-    # like validation without the no-repeat constraint.
+    # like validation without the no-repeat constraint, nor a second search of a runaway piece.
     greedy = dataclasses.replace(
         decoding,
         beam_size=1,
         nbest=1,
         no_repeat_ngram_size=0,
+        split_runaways=False,
         precision=trainer.precision.name,
     )
     translator = Translator.from_checkpoint(tmp_path / "last.pt", "cpu", greedy)
