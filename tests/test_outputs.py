@@ -93,6 +93,7 @@ def test_make_data_refuses_a_raw_folder_it_cannot_write_before_fetching(read_onl
     assert result.stderr.endswith("set paths.raw_dir=DIR\n")
 
 
+@pytest.mark.slow
 def test_make_tokenizer_refuses_a_tokenizer_folder_it_cannot_write(corpus_mirror, read_only):
     result = run_script(
         "train_tokenizer.py",

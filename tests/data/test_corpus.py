@@ -153,6 +153,7 @@ def test_seeded_split_partitions_train_reproducibly(tmp_path, local_config, path
     assert splits(seed=2)["dev"] != first["dev"]
 
 
+@pytest.mark.slow
 def test_extra_train_pairs_are_read_in_the_corpus_style(tmp_path, tiny_enja, tiny_paths):
     (tmp_path / "extra.en").write_text("He said, \u201cI'm tired.\u201d\nOK.\n")
     (tmp_path / "extra.ja").write_text("彼 は 疲れ た と 言 っ た 。\n分か っ た 。\n")

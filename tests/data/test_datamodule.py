@@ -181,6 +181,7 @@ def test_tokenizing_in_two_processes_gives_the_same_splits(
         assert parallel.splits[split].to_dict() == single.splits[split].to_dict()
 
 
+@pytest.mark.slow
 def test_a_corpus_without_a_test_split_is_prepared_and_read_back(
     tiny_enja, tiny_paths, word_tokenizer
 ):

@@ -56,6 +56,7 @@ def graphs() -> int:
     return counters["stats"]["unique_graphs"]
 
 
+@pytest.mark.slow
 def test_each_batch_shape_compiles_once(copy_task, tmp_path, eager_dynamo, monkeypatch):
     config, data, _ = copy_task
     monkeypatch.setattr(compiling, "MAX_STATIC_SHAPES", 10_000)  # static, however many
