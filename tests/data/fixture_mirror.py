@@ -8,6 +8,7 @@ from __future__ import annotations
 import bz2
 import dataclasses
 import gzip
+import hashlib
 import io
 import json
 import lzma
@@ -88,7 +89,7 @@ def write_fixture_mirror(members: list[CorpusSource], mirror: Path) -> None:
         }
         if member.source == "archive":
             assert member.archive is not None
-            _write_archive(directory / member.archive.name, files)
+            build_archive(directory / member.archive.name, files)
         else:
             for name, data in files.items():
                 (directory / name).parent.mkdir(parents=True, exist_ok=True)
@@ -152,9 +153,11 @@ def _file(name: str, texts: Iterable[str]) -> dict[str, bytes]:
     return {name: compress(data) if compress else data}
 
 
-def _write_archive(path: Path, files: dict[str, bytes]) -> None:
+def build_archive(path: Path, members: dict[str, bytes]) -> str:
+    """Write a tar.gz of `members` (name -> bytes); return its sha1."""
     with tarfile.open(path, "w:gz") as tar:
-        for name, data in files.items():
+        for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+    return hashlib.sha1(path.read_bytes()).hexdigest()

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from llm_from_scratch.data.corpus import load_split
 from llm_from_scratch.data.sources import DataSourceError, fetch_dataset
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import PathsConfig
+from tests.data.fixture_mirror import build_archive
 
 ORIG = "kftt-data-1.0/data/orig"
 TEXTS = {
@@ -26,16 +25,6 @@ TEXTS = {
     "dev": (["It burned in 1950."], ["1950年に焼失した。"]),
     "test": (["Tea is grown in Uji."], ["宇治では茶が栽培される。"]),
 }  # fmt: skip
-
-
-def build_archive(path: Path, members: dict[str, bytes]) -> str:
-    """Write a tar.gz of `members` (name -> bytes); return its sha1."""
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
 def kftt_members() -> dict[str, bytes]:
