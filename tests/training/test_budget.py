@@ -26,7 +26,7 @@ from llm_from_scratch.training.budget.schedule import (
     slower_clock,
 )
 from llm_from_scratch.training.budget.stand_in import stand_in_data
-from llm_from_scratch.training.budget.timing import RunTiming
+from llm_from_scratch.training.budget.timing import WINDOW_STEPS, RunTiming
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.finished import finished_run
 from llm_from_scratch.training.learner import Learner
@@ -719,6 +719,35 @@ def test_the_run_is_timed_after_its_first_updates_as_the_probe_is():
         timing.add(step, now, tokens=100)
     assert timing.start == 14.0 and timing.steps == 3 and timing.tokens == 300
     assert timing.paused == 0.1
+
+
+def test_the_replans_step_time_leaves_out_windows_another_process_slowed():
+    timing = RunTiming(from_step=PROBE_WARMUP)
+    now, step = 100.0, PROBE_WARMUP
+    timing.add(step, now, tokens=100)
+    # Five windows of 0.4 s an update, the second at 1.2 s (another process on the cores), and a
+    # validation of 6 s inside the fourth, which is no update's.
+    for window in range(5):
+        for _ in range(WINDOW_STEPS):
+            step += 1
+            now += 1.2 if window == 1 else 0.4
+            if window == 3 and step % WINDOW_STEPS == 10:
+                timing.pause(6.0)
+                now += 6.0
+            timing.add(step, now if timing.needs_time(step) else None, tokens=100)
+    assert timing.windows == pytest.approx([0.4, 1.2, 0.4, 0.4, 0.4])
+    assert timing.typical_step(now) == pytest.approx(0.4)
+    mean = (now - timing.start - timing.paused) / timing.steps
+    assert mean == pytest.approx(0.56)  # what a mean would have planned the run at
+
+
+def test_a_warmup_of_few_windows_is_timed_by_its_mean():
+    timing = RunTiming(from_step=0)
+    timing.add(0, 0.0, tokens=1)
+    for step in range(1, 2 * WINDOW_STEPS + 1):
+        timing.add(step, step * 0.5 if timing.needs_time(step) else None, tokens=1)
+    assert len(timing.windows) == 2
+    assert timing.typical_step(2 * WINDOW_STEPS * 0.5) == pytest.approx(0.5)
 
 
 def test_a_model_the_command_chose_is_kept_by_the_short_recipe(copy_task):

@@ -7,8 +7,9 @@ deadline."""
 from __future__ import annotations
 
 import logging
+import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from llm_from_scratch.training.budget.schedule import (
     MIN_TIMED_STEPS,
@@ -26,6 +27,14 @@ logger = logging.getLogger(__name__)
 Replan = Callable[[Schedule, int, Costs, float], Schedule]
 
 
+# The re-plan's step time is the median of the warm-up's windows of this many updates: a minute
+# of another process on the cores slows a few windows, and the median leaves them out, where a
+# mean would plan the whole run at the disturbed pace.
+WINDOW_STEPS = 25
+# The fewest windows a median is taken of; fewer: the mean of the updates timed.
+MIN_WINDOWS = 3
+
+
 @dataclass
 class RunTiming:
     """The run's own updates since `from_step`, for the re-plan: the first ones, which allocate
@@ -36,21 +45,38 @@ class RunTiming:
     steps: int = 0
     paused: float = 0.0  # seconds of validations and saves, which the re-plan prices apart
     tokens: int = 0  # trained on
+    windows: list[float] = field(default_factory=list)  # seconds an update, each WINDOW_STEPS
     _mark: tuple[int, float, float] | None = None  # steps, time and pauses at `recent_step`
+    _window_mark: tuple[float, float] = (0.0, 0.0)  # time and pauses at the last window's end
 
-    def starts_at(self, step: int) -> bool:
-        """Whether the timing starts at the end of `step`: `add` then needs the time."""
-        return step == self.from_step
+    def needs_time(self, step: int) -> bool:
+        """Whether `add` needs the time at the end of `step`: where the timing starts, and where
+        a window ends."""
+        after = step - self.from_step
+        return after == 0 or (after > 0 and after % WINDOW_STEPS == 0)
 
     def add(self, step: int, now: float | None, tokens: int) -> None:
         """Count `step`, which ended at `now` (the device's work done; None: not read, which
-        only the step the timing starts at needs)."""
+        only the steps `needs_time` names need)."""
         if step == self.from_step:
             assert now is not None
             self.start = now
+            self._window_mark = (now, self.paused)
         elif step > self.from_step:
             self.steps += 1
             self.tokens += tokens
+            if now is not None and self.steps % WINDOW_STEPS == 0:
+                since, paused = self._window_mark
+                self.windows.append((now - since - (self.paused - paused)) / WINDOW_STEPS)
+                self._window_mark = (now, self.paused)
+
+    def typical_step(self, now: float) -> float:
+        """Seconds an update takes, pauses left out: the median of the windows, or with fewer
+        than `MIN_WINDOWS` of them the mean since the timing started (`now` its end)."""
+        assert self.start is not None and self.steps
+        if len(self.windows) >= MIN_WINDOWS:
+            return statistics.median(self.windows)
+        return (now - self.start - self.paused) / self.steps
 
     def pause(self, seconds: float) -> None:
         if self.start is not None:
@@ -97,7 +123,7 @@ class TimeBudget(Pacing):
         self.timing = RunTiming(step + PROBE_WARMUP)
 
     def needs_time(self, step: int, schedule: Schedule) -> bool:
-        return self.replan_due(step, schedule) or self.timing.starts_at(step)
+        return self.replan_due(step, schedule) or self.timing.needs_time(step)
 
     def step_done(self, step: int, now: float | None, tokens: int) -> None:
         self.timing.add(step, now, tokens)
@@ -108,23 +134,24 @@ class TimeBudget(Pacing):
     def replanned(self, schedule: Schedule, step: int, now: float) -> Schedule:
         """The re-plan after `step` steps of `schedule`: the step count only; the warm-up, whose
         learning rates the steps taken had in either plan, stays. Its costs are the run's own:
-        its updates since the first few, and its validations and saves where it had any (a
-        stand-in's are not the run's); the deadline prices what is left with them. A warm-up too
+        its updates since the first few (`RunTiming.typical_step`), and its validations and
+        saves where it had any (a stand-in's are not the run's); the deadline prices what is
+        left with them. A warm-up too
         short to time after the first, slower, updates keeps the probe's plan."""
         assert self.replan is not None
         replan, self.replan = self.replan, None  # once: a second start keeps the plan
         timing = self.timing
         if timing.start is None or timing.steps < MIN_TIMED_STEPS:
             return schedule
-        seconds = now - timing.start - timing.paused
+        step_seconds = timing.typical_step(now)
         costs = self.deadline.costs.measured(
-            seconds / timing.steps,
+            step_seconds,
             _mean(self.validations),
             _mean(self.saves),
             self.keep_snapshots,
         )
         self.deadline = replace(self.deadline, costs=costs)
-        return replan(schedule, step, costs, timing.tokens / max(seconds, 1e-9))
+        return replan(schedule, step, costs, timing.tokens / max(step_seconds * timing.steps, 1e-9))
 
     def validation_fits(self, now: float, schedule: Schedule, step: int) -> bool:
         """Whether the validation due now leaves the rest of the run its time, at the step time
