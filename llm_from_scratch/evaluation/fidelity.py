@@ -9,15 +9,15 @@ units (12万円 for 120,000) do not count: the metric is strict, and the referen
 tests/data/everyday.ja write numbers in digits.
 
 A loop is an output that repeats itself where its source does not: it stutters (a unit of 1 to 4
-words three or more times in a row: 大阪大阪大阪, 来週の来週の来週の) or writes some 4-gram three
-times anywhere. Words are those BLEU counts in each side's language (MeCab for Japanese,
-sacreBLEU's 13a for English), so the count does not depend on the model's vocabulary; a unit's
-copies are compared as text, since MeCab may cut the same characters differently in a row (一番
-/ 一 番 / 一番). A number's own digits are spared, as the no-repeat ban spares them: a number is
-one word, unless the source lacks it and its digits stutter four times in a row (１６６６６６,
-００００００), zeros after its first digit counted as one (１００００, in a number of at most
-`MAX_SPARED_NUMBER_RUN` characters); a year or a count repeats a digit three times (１９９９,
-１１１).
+words three or more times in a row: 大阪大阪大阪, 来週の来週の来週の), writes some 4-gram
+three times anywhere, or doubles three characters in a row (持持つつてて). Words are those BLEU
+counts in each side's language (MeCab for Japanese, sacreBLEU's 13a for English), so the count
+does not depend on the model's vocabulary; a unit's copies are compared as text, since MeCab may
+cut the same characters differently in a row (一番 / 一 番 / 一番). A number's own digits are
+spared, as the no-repeat ban spares them: a number is one word, unless the source lacks it and
+its digits stutter four times in a row (１６６６６６, ００００００), zeros after its first
+digit counted as one (１００００, in a number of at most `MAX_SPARED_NUMBER_RUN` characters); a
+year or a count repeats a digit three times (１９９９, １１１).
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ NUMBER_STUTTER_TIMES = 4  # within a number the source lacks: 1999 and 111 are n
 # (decoding/common.py): past it a run of digits is a loop, not a number.
 MAX_SPARED_NUMBER_RUN = 16
 _ZEROS = re.compile("[0０]+")
+# Three characters in a row each written twice (持持つつてて): the no-repeat ban turns a model's
+# urge to repeat into doubling, which no repeated word shows. Letters outside ASCII only, so
+# that an English word (bookkeeper) is not one.
+_DOUBLED_RUN = re.compile(
+    r"([^\W\d\x00-\x7f])\1(?!\1)([^\W\d\x00-\x7f])\2(?!\2)([^\W\d\x00-\x7f])\3"
+)
 
 
 @dataclass
@@ -145,9 +151,19 @@ def loops(
     """Whether `hypothesis` is a loop of `source`: `looping_outputs` of one pair."""
     kept = set(numbers(source))
     segment = segment_target or word_splitter(target_lang)
-    if not repeats_itself(loop_words(hypothesis, segment, kept)):
+    if not doubles_characters(hypothesis) and not repeats_itself(
+        loop_words(hypothesis, segment, kept)
+    ):
         return False
-    return not repeats_itself(loop_words(source, word_splitter(source_lang), kept))
+    return not doubles_characters(source) and not repeats_itself(
+        loop_words(source, word_splitter(source_lang), kept)
+    )
+
+
+def doubles_characters(text: str) -> bool:
+    """Whether `text` writes three letters in a row twice each (持持つつてて; see the module
+    docstring)."""
+    return _DOUBLED_RUN.search(text) is not None
 
 
 def loop_words(text: str, segment: Callable[[str], str], kept: set[str]) -> list[str]:

@@ -110,3 +110,23 @@ def test_has_stutter_compares_the_copies_as_text():
     assert not has_stutter(["ab", "a", "bab"])  # a copy must end between words
     assert has_stutter(list("abcdeabcdeabcde"), unit_words=5)
     assert not has_stutter(list("abcdeabcdeabcde"))  # units of at most 4 words
+
+
+@pytest.mark.parametrize(
+    ("hypothesis", "doubled"),
+    [
+        ("彼は本を持持つつてていた。", True),  # a WMT21 runaway's start
+        ("ババイイデデン大統領", True),
+        ("ここここで待つ。", False),  # one character four times: a stutter's to count, if any
+        ("持持つていた。", False),  # one doubled character
+        ("ますます良くなる。", False),
+        ("The bookkeeper agreed.", False),  # English letters
+        ("１１２２３３番", False),  # digits
+    ],
+)
+def test_three_doubled_characters_in_a_row_are_a_loop(hypothesis, doubled):
+    assert (looping_outputs(["He had a book."], [hypothesis], "en", "ja") == [0]) is doubled
+
+
+def test_doubled_characters_the_source_writes_are_no_loop():
+    assert looping_outputs(["持持つつてて"], ["持持つつてて"], "ja", "ja") == []
