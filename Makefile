@@ -15,7 +15,7 @@ ARGS ?=
 LOGDIR ?= runs
 BENCH_LOG ?= runs/bench.log
 
-.PHONY: help setup data tokenizer train translate eval serve export tensorboard test test-full lint bench gpu-prepare gpu-run clean
+.PHONY: help setup data tokenizer train translate eval serve export back-translate tensorboard test test-full lint bench gpu-prepare gpu-run clean
 
 help: ## List the targets
 	@# Colour only at a terminal: piped or redirected, the list is plain text.
@@ -55,6 +55,9 @@ serve: setup ## Serve runs/default's model: a web page and a JSON API on :8000 (
 
 export: setup ## Export runs/default's model for CTranslate2 or transformers (ARGS="--run NAME --format transformers")
 	$(PY) scripts/export.py $(ARGS)
+
+back-translate: setup ## Turn monolingual text into tagged pairs with a reverse model (ARGS="--run ja_en --data wikinews_ja")
+	$(PY) scripts/back_translate.py $(ARGS)
 
 # ARGS go to TensorBoard (`ARGS="--port 6007"`); one with its own --logdir replaces LOGDIR's.
 tensorboard: setup ## Serve the TensorBoard logs of every run under runs/ (ARGS="--port 6007")

@@ -24,6 +24,7 @@ DATA_VALUES: dict[str, dict[str, Any]] = {
         "detokenize_ja": True,
         "source_style": "lowercase_tokenized",
         "group_column": "document",
+        "skip_lines": "^#",
     },
     "cleaning": {"max_tokens": 11, "max_length_ratio": 2.5},
     "loading": {

@@ -12,6 +12,7 @@
     datamodule.py  `build_data(...) -> DataModule`, with the on-disk tokenization cache
     source_style.py  a corpus's source conventions, applied to its sentences and to user input
     sentences.py   `split_sentences`: a line of English or Japanese into its sentences
+    back_translation.py  a back-translated corpus on disk: tagged pairs, lineage, resumable
 
 It needs a tokenizer only through the `protocols.Tokenizer` interface, so it does not import the
 tokenizer stage.

@@ -12,6 +12,7 @@ The top-level fields say where the raw files come from; the cache keys on the fi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,9 +23,9 @@ from llm_from_scratch.numbers import DIGIT_FORMS
 if TYPE_CHECKING:  # a config is read before torch loads (`--help`)
     import torch
 
-SOURCES = ("urls", "hub", "local", "archive")
+SOURCES = ("urls", "hub", "local", "archive", "derived")
 # How the raw files are laid out (see `CorpusConfig.splits` for what names a split in each).
-FORMATS = ("parallel", "tsv", "jsonl", "hub")
+FORMATS = ("parallel", "tsv", "jsonl", "hub", "monolingual")
 SPLITS = ("train", "dev", "test")
 # The column of a mixture's splits naming the corpus each pair comes from; a split of one
 # corpus may lack it.
@@ -64,6 +65,8 @@ class CorpusConfig:
     #   tsv:      a file of `source<TAB>target` lines, no header;
     #   jsonl:    a file of JSON objects holding `src_column` and `tgt_column`;
     #   hub:      a split of the `save_to_disk` copy, whose columns are `src_column`/`tgt_column`.
+    #   monolingual: text in `tgt_lang` only, a file named as parallel's `tgt_lang` side; no
+    #             pairs to train on, the input of back-translation (scripts/back_translate.py).
     # A dev or test split left out (null) is carved from train, seeded by `split_seed`; a
     # fraction of 0 leaves that split empty (a corpus whose test set is held back). A corpus
     # only scored on names no train split, but both dev and test.
@@ -89,10 +92,20 @@ class CorpusConfig:
     # How the source side is written (data/source_style.py): "raw", or "lowercase_tokenized" for
     # corpora like small_parallel_enja. The translator puts user input in the same style.
     source_style: str = "raw"
+    # monolingual: a regular expression; lines it matches (`re.search`) are not text of the
+    # register, such as a news site's source lines (`毎日新聞、2008年1月24日。`), and are skipped.
+    skip_lines: str | None = None
 
     def __post_init__(self) -> None:
         check_choice("data.corpus.source_style", self.source_style, SOURCE_STYLES)
         check_choice("data.corpus.format", self.format, FORMATS)
+        if self.skip_lines is not None:
+            try:
+                re.compile(self.skip_lines)
+            except re.error as error:
+                raise ConfigError(
+                    f"data.corpus.skip_lines={self.skip_lines!r} is no regular expression: {error}"
+                ) from None
         unknown = sorted(set(self.splits) - set(SPLITS))
         if unknown or not (self.has_train or (self.splits.get("dev") and self.splits.get("test"))):
             raise ConfigError(
@@ -128,6 +141,8 @@ class CorpusConfig:
         if self.format == "parallel":
             languages = (self.src_lang, self.tgt_lang)
             return [self.side_file(stem, lang) for stem in named for lang in languages]
+        if self.format == "monolingual":
+            return [self.side_file(stem, self.tgt_lang) for stem in named]
         return named
 
     @staticmethod
@@ -198,7 +213,8 @@ class CorpusSource:
     name: str = "small_parallel_enja"
     # Where the raw files come from: "urls" (each file's url), "hub" (a Hugging Face dataset id,
     # saved with `save_to_disk`), "archive" (a tar archive, extracted where it is fetched), or
-    # "local" (nothing to download: the files must be in the mirror).
+    # "local" (nothing to download: the files must be in the mirror), or "derived" (written by a
+    # program of this project, e.g. back-translations by scripts/back_translate.py).
     source: str = "urls"
     files: list[DataFile] = field(default_factory=list)
     archive: DataFile | None = None  # source=archive: the archive; `corpus.splits` name its files
@@ -344,6 +360,12 @@ class DataConfig(CorpusSource):
             if member.name != key:
                 raise ConfigError(f"{node} holds the corpus {member.name!r}: key it by that name")
             member.check_source(node)
+            if member.corpus.format == "monolingual":
+                raise ConfigError(
+                    f"{node} is monolingual ({member.corpus.tgt_lang} only): a mixture trains "
+                    "on pairs; back-translate it (scripts/back_translate.py) and mix the "
+                    "synthetic corpus instead"
+                )
             check_range(f"{node}.weight", member.weight, 0)
             if self.temperature is not None and member.weight != 1.0:
                 raise ConfigError(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import re
 from collections.abc import Callable
 from functools import partial
 from itertools import chain
@@ -267,7 +268,27 @@ def _group_order(groups: list, rng: np.random.Generator) -> list[list[int]]:
     return [order[int(index)] for index in rng.permutation(len(order))]
 
 
+def read_monolingual(cfg: CorpusSource, paths: PathsConfig) -> list[str]:
+    """The sentences of a monolingual corpus's train file (`data.corpus.format=monolingual`), in
+    order, without blank lines and those `data.corpus.skip_lines` matches."""
+    if cfg.corpus.format != "monolingual":
+        raise CorpusError(
+            f"{cfg.name} is {cfg.corpus.format}, not monolingual: give a corpus of text in one "
+            "language (data.corpus.format=monolingual)"
+        )
+    location = cfg.corpus.side_file(cfg.corpus.splits["train"], cfg.corpus.tgt_lang)
+    lines = _load_lines(paths, _existing(dataset_dir(cfg, paths) / location))["text"]
+    skip = re.compile(cfg.corpus.skip_lines) if cfg.corpus.skip_lines else None
+    return [line for line in lines if line.strip() and not (skip and skip.search(line))]
+
+
 def _read(cfg: CorpusSource, paths: PathsConfig, location: str) -> datasets.Dataset:
+    if cfg.corpus.format == "monolingual":
+        raise CorpusError(
+            f"{cfg.name} is monolingual ({cfg.corpus.tgt_lang} only): there are no pairs to "
+            f"train on or score; back-translate it into a corpus that has "
+            f'(make back-translate ARGS="--run RUN --data {cfg.name}")'
+        )
     root = dataset_dir(cfg, paths)
     readers = {"parallel": _read_parallel, "tsv": _read_tsv, "jsonl": _read_jsonl, "hub": _read_hub}
     return readers[cfg.corpus.format](cfg, paths, root, location)

@@ -282,8 +282,9 @@ def drop_unset_corpus_keys(settings: dict[str, Any]) -> None:
         settings["corpus"],
         *(m["corpus"] for m in settings.get("mixture", {}).values()),
     ]:
-        if corpus.get("group_column") is None:
-            corpus.pop("group_column", None)
+        for key in ("group_column", "skip_lines"):
+            if corpus.get(key) is None:
+                corpus.pop(key, None)
 
 
 def cache_key(cfg: DataConfig, src_tok: Tokenizer, tgt_tok: Tokenizer, paths: PathsConfig) -> str:

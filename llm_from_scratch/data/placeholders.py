@@ -25,6 +25,10 @@ NUMBER_MASKING = 2
 PLACEHOLDERS = tuple(chr(0xE000 + k) for k in range(8))
 # The names a sentence's translation copies (data/names.py), at most this many a sentence.
 NAME_PLACEHOLDERS = tuple(chr(0xE010 + k) for k in range(4))
+# Starts the source of a back-translated pair (data/back_translation.py).
+BACK_TRANSLATION_TAG = chr(0xE020)
+# What no user input may hold: the characters the model reads as placeholders or tags.
+_RESERVED = dict.fromkeys(map(ord, PLACEHOLDERS + NAME_PLACEHOLDERS + (BACK_TRANSLATION_TAG,)))
 _INDEX = {placeholder: k for k, placeholder in enumerate(PLACEHOLDERS + NAME_PLACEHOLDERS)}
 _DROP_PLACEHOLDERS = dict.fromkeys(map(ord, PLACEHOLDERS))
 _PLACEHOLDER = re.compile(f"[{''.join(PLACEHOLDERS)}]")
@@ -54,6 +58,12 @@ def mask_numbers(text: str) -> tuple[str, list[str]]:
     text = text.translate(_DROP_PLACEHOLDERS)
     numbers = find_numbers(text)[: len(PLACEHOLDERS)]
     return _masked(text, numbers), [text[number.start : number.end] for number in numbers]
+
+
+def without_reserved(text: str) -> str:
+    """`text` without the characters this project reserves (placeholders, the back-translation
+    tag): in user input they would mean what the model was taught they mean."""
+    return text.translate(_RESERVED)
 
 
 def restore_numbers(text: str, numbers: list[str], language: str, digits: str) -> str:

@@ -60,6 +60,9 @@ def fetch_dataset(cfg: CorpusSource, paths: PathsConfig) -> Path:
     if cfg.source == "hub":
         _fetch_hub(cfg, target, mirror)
         return target
+    if cfg.source == "derived":
+        _check_derived(cfg, target)
+        return target
     target.mkdir(parents=True, exist_ok=True)
     if cfg.source == "archive":
         _fetch_archive(cfg, target, mirror)
@@ -88,6 +91,17 @@ def fetch_dataset(cfg: CorpusSource, paths: PathsConfig) -> Path:
                 f"{cfg.name}/{file.name}"
             )
     return target
+
+
+def _check_derived(cfg: CorpusSource, target: Path) -> None:
+    """A derived corpus is written by this project, never fetched: refuse one not written yet."""
+    for name in cfg.corpus.file_names:
+        if not (target / name).is_file():
+            raise DataSourceError(
+                f"{target / name} not found: {cfg.name} is derived (data.source=derived), "
+                f'written by back-translation: make back-translate ARGS="--run RUN --data '
+                f'CORPUS --name {cfg.name}" (docs/data.md, Back-translation)'
+            )
 
 
 def download(url: str, destination: Path, expected: DataFile | None = None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from llm_from_scratch.data.placeholders import without_reserved
 from llm_from_scratch.errors import UserError
 from llm_from_scratch.text_input import without_bom
 
@@ -40,7 +41,8 @@ def split_lines(text: str) -> list[str]:
 
 def clean(text: str) -> str:
     """Reject text that is not valid Unicode; control characters become spaces, a leading
-    byte-order mark goes (`text_input.without_bom`)."""
+    byte-order mark goes (`text_input.without_bom`), and so do the characters the model reads
+    as placeholders or tags (`placeholders.without_reserved`)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:  # lone surrogates, e.g. undecodable bytes in argv
@@ -48,7 +50,7 @@ def clean(text: str) -> str:
             f"input is not valid UTF-8 text (at character {error.start}: "
             f"{text[max(0, error.start - 10) : error.start + 10]!r})"
         ) from None
-    return without_bom(one_line(text).strip()).lstrip()
+    return without_reserved(without_bom(one_line(text).strip())).strip()
 
 
 def one_line(text: str) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import datasets
 
+from llm_from_scratch.data.back_translation import tagged
 from llm_from_scratch.data.config import CorpusSource, DataConfig, DataFile
 
 # Words and their translations; a sentence is a few of them, so a sentence's tokens are few.
@@ -64,17 +65,30 @@ def fixture_pairs(corpus: str, split: str, count: int) -> list[tuple[str, str]]:
     return pairs
 
 
-def write_fixture_mirror(members: list[CorpusSource], mirror: Path) -> None:
+def write_fixture_mirror(
+    members: list[CorpusSource], mirror: Path, raw_dir: Path | None = None
+) -> None:
     """Write each corpus of `members` into `mirror` as its config says it lies: its split files
-    (parallel, tsv, jsonl, compressed by extension), its archive, or its `save_to_disk` copy."""
+    (parallel, tsv, jsonl, monolingual, compressed by extension), its archive, or its
+    `save_to_disk` copy. A derived corpus, which no mirror holds, goes where back-translation
+    writes it, in `raw_dir`, its sources tagged."""
     for member in members:
-        directory = mirror / member.name
+        if member.source == "derived":
+            assert raw_dir is not None, f"{member.name} is derived: give raw_dir"
+            directory = raw_dir / member.name
+        else:
+            directory = mirror / member.name
         directory.mkdir(parents=True, exist_ok=True)
         texts = {
             location: fixture_pairs(member.name, split, PAIRS[split])
             for split, location in member.corpus.splits.items()
             if location
         }
+        if member.source == "derived":
+            texts = {
+                location: [(tagged(english), japanese) for english, japanese in pairs]
+                for location, pairs in texts.items()
+            }
         if member.corpus.format == "hub":
             hub_splits = {
                 location: datasets.Dataset.from_dict(_columns(member, pairs))
@@ -141,6 +155,8 @@ def _split_files(
         return files
     if corpus.format == "tsv":
         return _file(location, (f"{english}\t{japanese}" for english, japanese in pairs))
+    if corpus.format == "monolingual":
+        return _file(corpus.side_file(location, corpus.tgt_lang), (pair[1] for pair in pairs))
     columns = _columns(member, pairs)
     rows = [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
     return _file(location, (json.dumps(row, ensure_ascii=False) for row in rows))
