@@ -53,6 +53,14 @@ class SyntheticCorpus:
     def _partial_file(self, lang: str) -> Path:
         return self.directory / f"partial.{lang}"
 
+    def holds_another_corpus(self) -> bool:
+        """Whether the directory holds files but no back-translation's lineage: a corpus this
+        program did not write, which writing here would mix with synthetic pairs."""
+        if not self.directory.is_dir() or not any(self.directory.iterdir()):
+            return False
+        ours = (self.directory / LINEAGE, self.directory / _PARTIAL_LINEAGE)
+        return not any(path.is_file() for path in ours)
+
     def is_written(self) -> bool:
         """Whether the finished corpus is there, made as this lineage says."""
         return _read_json(self.directory / LINEAGE) == self.lineage and all(

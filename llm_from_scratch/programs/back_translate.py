@@ -134,6 +134,11 @@ def back_translate(translator: Translator, texts: list[str], corpus: SyntheticCo
     from llm_from_scratch.decoding.lines import one_line
     from llm_from_scratch.display import shown
 
+    if corpus.holds_another_corpus():
+        raise UsageError(
+            f"{shown(corpus.directory)} holds a corpus that back-translation did not write: "
+            "choose another --name"
+        )
     if corpus.is_written():
         print(
             f"{shown(corpus.directory)} is written already, by this model from this text: "
