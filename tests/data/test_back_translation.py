@@ -164,3 +164,15 @@ def test_another_lineages_partial_pairs_are_not_continued(tmp_path):
         writer.write(PAIRS[3:])
     other.finish({"pairs": 2})
     assert written(other, "ja") == ["t3", "t4"]
+
+
+def test_the_documented_commands_compose(train_config):
+    general = train_config("experiment=general", "data=general_bt", "name=general_bt").data
+    assert general.mixture["wikinews_ja_bt"].source == "derived"
+    assert general.mixture["news_ja_origin"].weight == 2.0  # the general mixture's, kept
+    reverse = train_config("experiment=general", "data.direction=ja-en").data
+    assert (reverse.source_lang, reverse.target_lang) == ("ja", "en")
+    finetune = train_config(
+        "experiment=finetune", "data=news_bt_replay", "data.mixture.wikinews_ja_bt.weight=1.0"
+    ).data
+    assert (finetune.dev_corpus, finetune.mixture["wikinews_ja_bt"].weight) == ("wmt_news", 1.0)
