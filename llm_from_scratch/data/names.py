@@ -86,7 +86,9 @@ def name_lexicon(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
         runs.update(katakana)
         together.update((name, run) for name in names for run in katakana)
     lexicon: dict[str, tuple[int, str]] = {}
-    for (name, run), count in together.items():
+    # In sorted order, so that of two runs as frequent the same wins in every process: the
+    # sets above iterate in an order string hashing, seeded per process, decides.
+    for (name, run), count in sorted(together.items()):
         dice = 2 * count / (words[name] + runs[run])
         if count >= _MIN_PAIRS and dice >= _MIN_DICE and count > lexicon.get(name, (0, ""))[0]:
             lexicon[name] = (count, run)

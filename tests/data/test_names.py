@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -37,6 +40,27 @@ LEXICON = {"Tom": "トム", "Mary": "メアリー"}
 def test_the_lexicon_pairs_a_name_with_the_katakana_that_translates_it():
     # Chicago occurs twice, too few to pair; a sentence's first word (Yesterday) is not a name.
     assert name_lexicon(PAIRS) == LEXICON
+
+
+def test_two_runs_as_frequent_give_the_same_lexicon_in_every_process():
+    # Both katakana runs are in every pair of Tom's: a tie, which the order a pair's set of runs
+    # iterates in (string hashing, seeded per process) must not break.
+    code = (
+        "from llm_from_scratch.data.names import name_lexicon\n"
+        "pairs = [(f'I saw Tom at {n}.', f'{n}時にトムとサムを見た。') for n in range(4)]\n"
+        "print(name_lexicon(pairs))"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(outputs) == 1
 
 
 def test_half_the_train_pairs_mask_their_names_on_both_sides_alike():
