@@ -7,17 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-# The programs register their config schemas in Hydra's ConfigStore when imported.
-import llm_from_scratch.programs.prepare_data
-import llm_from_scratch.programs.train_tokenizer  # noqa: F401
 from llm_from_scratch.device import set_threads, usable_cores
 from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.schema import to_schema
-
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+from tests.composing import composed, composed_train
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -32,24 +26,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def compose_config() -> Callable[..., DictConfig]:
-    """Compose `configs/<name>.yaml` with overrides, as the scripts do."""
-
-    def _compose(name: str = "train", overrides: list[str] | None = None) -> DictConfig:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            return compose(config_name=name, overrides=overrides or [])
-
-    return _compose
+    """Compose `configs/<name>.yaml` with overrides, as the scripts do: `compose_config("train",
+    ["model=tiny"])` (each composition made once per test process: tests/composing.py)."""
+    return composed
 
 
 @pytest.fixture
-def train_config(compose_config) -> Callable[..., TrainConfig]:
+def train_config() -> Callable[..., TrainConfig]:
     """The validated `TrainConfig` that `configs/train.yaml` composes into with these overrides,
     as `scripts/train.py` would run it: `train_config("experiment=kftt", "model=base")`."""
-
-    def _train(*overrides: str) -> TrainConfig:
-        return to_schema(compose_config("train", list(overrides)), TrainConfig)
-
-    return _train
+    return composed_train
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from hydra import compose, initialize_config_dir
 from torch.nn.utils.rnn import pad_sequence
 
 from llm_from_scratch.checkpoint import inference_state, load_checkpoint, save_checkpoint
@@ -25,11 +24,9 @@ from llm_from_scratch.decoding.torch_engine import TorchModel
 from llm_from_scratch.decoding.translator import Translator
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
-from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from tests.composing import composed_train
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 TINY = ModelConfig(
     d_model=32,
     n_heads=2,
@@ -104,11 +101,7 @@ TINY_RUN_DATA = ("data=small_parallel_enja",)
 def save_tiny_checkpoint(path: Path, tok: BPETokenizer, overrides: Sequence[str] = ()) -> Path:
     """An untrained `model=tiny` saved as a run's checkpoint, for the command-line tests;
     `overrides` change the run's config (e.g. `data.direction=ja-en`)."""
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = to_schema(
-            compose("train", ["model=tiny", "decoding=greedy", *TINY_RUN_DATA, *overrides]),
-            TrainConfig,
-        )
+    config = composed_train("model=tiny", "decoding=greedy", *TINY_RUN_DATA, *overrides)
     torch.manual_seed(0)
     model = Seq2SeqTransformer(config.model, tok.vocab_size, tok.vocab_size, tok.pad_id)
     save_checkpoint(path, inference_state(model, tok, tok, config))

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 
 from llm_from_scratch.checkpoint import inference_state, save_checkpoint
 from llm_from_scratch.decoding import ctranslate2_engine
@@ -41,12 +40,10 @@ from llm_from_scratch.programs import evaluate as evaluate_cli
 from llm_from_scratch.programs import export as export_program
 from llm_from_scratch.programs import translate as translate_cli
 from llm_from_scratch.programs.model_choice import load_translator
-from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.schema import to_schema
 from llm_from_scratch.serving.service import Search, TranslationService
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
+from tests.composing import composed_train
 from tests.decoding.builders import (
-    CONFIG_DIR,
     TINY,
     answering,
     random_sources,
@@ -66,8 +63,7 @@ def model(copy_model: Seq2SeqTransformer) -> Seq2SeqTransformer:
 def checkpoint(
     tmp_path_factory: pytest.TempPathFactory, tokenizer: BPETokenizer, model: Seq2SeqTransformer
 ) -> Path:
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = to_schema(compose("train", ["decoding=greedy"]), TrainConfig)
+    config = composed_train("decoding=greedy")
     config.model = TINY  # the copy model's
     state = inference_state(model, tokenizer, tokenizer, config)
     state.update(progress={"step": STEP}, metrics={"bleu": DEV_BLEU})
@@ -176,8 +172,7 @@ def test_evaluate_reads_the_splits_sources_in_the_runs_style_already_with_either
     """A split's sources are stored in the run's input style: styling them again would tokenize
     small_parallel_enja's English twice."""
     pytest.importorskip("ctranslate2")
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = to_schema(compose("train", ["data=small_parallel_enja"]), TrainConfig)
+    config = composed_train("data=small_parallel_enja")
     config.model = TINY
     checkpoint = tmp_path / "averaged.pt"
     save_checkpoint(checkpoint, inference_state(model, tokenizer, tokenizer, config))

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import torch
 import yaml
-from hydra import compose, initialize_config_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,9 +50,9 @@ from llm_from_scratch.export.transformers_tokenizer import (
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.programs import export as export_program
 from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
-from tests.decoding.builders import CONFIG_DIR, TINY, pad_batch, random_sources
+from tests.composing import composed_train
+from tests.decoding.builders import TINY, pad_batch, random_sources
 
 ENGLISH = (
     "The train was so crowded that I was kept standing all the way.",
@@ -94,8 +93,7 @@ def tokenizers() -> tuple[BPETokenizer, BPETokenizer]:
 
 
 def run_config(**model: Any) -> TrainConfig:
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = to_schema(compose("train", ["decoding=greedy"]), TrainConfig)
+    config = composed_train("decoding=greedy")
     config.model = TINY.__class__(**{**TINY.__dict__, **model})
     return config
 

@@ -12,9 +12,8 @@ from llm_from_scratch.data.config import CorpusConfig, DataConfig, LoadingConfig
 from llm_from_scratch.data.datamodule import build_data
 from llm_from_scratch.data.sources import fetch_dataset
 from llm_from_scratch.paths import PathsConfig
-from llm_from_scratch.programs.train import TrainConfig
-from llm_from_scratch.schema import to_schema
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
+from tests.composing import composed_train
 
 WORDS = [
     "alpha",
@@ -52,11 +51,7 @@ def copy_corpus(tmp_path_factory) -> Path:
 def copy_task(copy_corpus):
     """A composed smoke config pointed at the copy task, with its data built once."""
     root = copy_corpus
-    from hydra import compose, initialize_config_dir
-
-    config_dir = Path(__file__).resolve().parents[2] / "configs"
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        config = to_schema(compose("train", ["experiment=smoke"]), TrainConfig)
+    config = composed_train("experiment=smoke")
     data_cfg = DataConfig(
         name="copy",
         source="local",
