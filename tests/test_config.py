@@ -39,8 +39,18 @@ def test_primary_configs_compose(compose_config, name):
     assert Path(config.paths.raw_dir) == project_root() / "data" / "raw"
 
 
+# tests/data/test_shipped_sources.py composes `data=` and `experiment=` into train and validates
+# them too (and checks their corpora's sources), fast; here those run in the slow pass.
+COMPOSED_ELSEWHERE = ("data", "experiment")
+
+
 @pytest.mark.parametrize(
-    "group,option", [(group, option) for group in GROUPS for option in group_options(group)]
+    "group,option",
+    [
+        pytest.param(group, option, marks=pytest.mark.slow if group in COMPOSED_ELSEWHERE else ())
+        for group in GROUPS
+        for option in group_options(group)
+    ],
 )
 def test_every_group_option_composes_into_train(train_config, group, option):
     train_config(f"{group}={option}")  # composes, and the schema validates it
