@@ -3,6 +3,7 @@ when the load average says other processes keep those cores busy."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -13,6 +14,7 @@ from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.programs import train as program
 from llm_from_scratch.programs.common import compose_config
 from llm_from_scratch.training.config import TrainingConfig
+from tests.data.fixture_mirror import without_checksums, write_fixture_mirror
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +59,10 @@ def test_the_train_program_sets_them_and_warns_where_training_starts(tmp_path, m
         "train", ["experiment=smoke", "training.threads=3", f"paths.root={tmp_path}"],
         program.TrainConfig,
     )  # fmt: skip
+    # The planner reads the fetched corpus before the data is prepared: a fixture mirror of it,
+    # so that the test needs neither DATA_MIRROR nor a network.
+    write_fixture_mirror(config.data.members, tmp_path / "mirror")
+    config = dataclasses.replace(config, data=without_checksums(config.data, tmp_path / "mirror"))
 
     class Prepared(Exception):
         """Raised where the data would be prepared: the threads are set by then."""
