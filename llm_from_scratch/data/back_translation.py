@@ -35,6 +35,14 @@ def tagged(source: str) -> str:
     return f"{BACK_TRANSLATION_TAG} {source}" if source.strip() else ""
 
 
+def holds_another_corpus(directory: Path) -> bool:
+    """Whether `directory` holds files but no back-translation's lineage: a corpus that
+    back-translation did not write, which writing there would mix with synthetic pairs."""
+    if not directory.is_dir() or not any(directory.iterdir()):
+        return False
+    return not any((directory / name).is_file() for name in (LINEAGE, _PARTIAL_LINEAGE))
+
+
 class SyntheticCorpus:
     """The files of the back-translated corpus in `directory`, `source_lang` written by a model
     from `target_lang` text, made as `lineage` says."""
@@ -52,14 +60,6 @@ class SyntheticCorpus:
 
     def _partial_file(self, lang: str) -> Path:
         return self.directory / f"partial.{lang}"
-
-    def holds_another_corpus(self) -> bool:
-        """Whether the directory holds files but no back-translation's lineage: a corpus this
-        program did not write, which writing here would mix with synthetic pairs."""
-        if not self.directory.is_dir() or not any(self.directory.iterdir()):
-            return False
-        ours = (self.directory / LINEAGE, self.directory / _PARTIAL_LINEAGE)
-        return not any(path.is_file() for path in ours)
 
     def is_written(self) -> bool:
         """Whether the finished corpus is there, made as this lineage says."""

@@ -58,8 +58,9 @@ def main(argv: Sequence[str]) -> int:
     paths = paths_config(settings)
     decoding = decoding_overrides(args, settings)
     checkpoint = model_file(args, paths.runs_dir)
-    name = args.name or f"{data.name}_bt"
-    texts = read_texts(data, paths)  # refused, if it cannot be read, before the model loads
+    # The output and the text are refused, where they must be, before the model loads.
+    directory = output_dir(args.name or f"{data.name}_bt", paths)
+    texts = read_texts(data, paths)
     if args.limit is not None:
         texts = texts[: args.limit]
     translator, _ = load_translator(checkpoint, args, decoding, source_style="raw")
@@ -70,8 +71,27 @@ def main(argv: Sequence[str]) -> int:
             f"back-translating {data.name}'s {text_lang} text needs a {text_lang}-{other_lang} "
             f'model (make train ARGS="data.direction={text_lang}-{other_lang} name=...")'
         )
-    corpus = corpus_of(name, len(texts), data, paths, checkpoint, translator)
+    corpus = corpus_of(directory, len(texts), data, paths, checkpoint, translator)
     return back_translate(translator, texts, corpus)
+
+
+def output_dir(name: str, paths: PathsConfig) -> Path:
+    """Where the synthetic corpus `name` is written, `<raw_dir>/<name>/`; refused where the
+    name leads outside raw_dir or the folder holds a corpus back-translation did not write."""
+    from llm_from_scratch.data.back_translation import holds_another_corpus
+    from llm_from_scratch.data.config import CorpusSource
+    from llm_from_scratch.data.sources import dataset_dir
+    from llm_from_scratch.display import shown
+    from llm_from_scratch.paths import check_inside
+
+    check_inside(Path(paths.raw_dir), name, f"--name {name}", "a corpus name")
+    directory = dataset_dir(CorpusSource(name=name), paths)
+    if holds_another_corpus(directory):
+        raise UsageError(
+            f"{shown(directory)} holds a corpus that back-translation did not write: "
+            "choose another --name"
+        )
+    return directory
 
 
 def read_texts(data: DataConfig, paths: PathsConfig) -> list[str]:
@@ -87,22 +107,19 @@ def read_texts(data: DataConfig, paths: PathsConfig) -> list[str]:
 
 
 def corpus_of(
-    name: str,
+    directory: Path,
     sentences: int,
     data: DataConfig,
     paths: PathsConfig,
     model: Path,
     translator: Translator,
 ) -> SyntheticCorpus:
-    """The synthetic corpus `name` of the first `sentences` of `data`'s text, as this model and
-    its decoding settings make it."""
+    """The synthetic corpus in `directory` of the first `sentences` of `data`'s text, as this
+    model and its decoding settings make it."""
     from llm_from_scratch.checkpoint import file_sha256
     from llm_from_scratch.data.back_translation import SyntheticCorpus
-    from llm_from_scratch.data.config import CorpusSource
     from llm_from_scratch.data.sources import dataset_dir
-    from llm_from_scratch.paths import check_inside
 
-    check_inside(Path(paths.raw_dir), name, f"--name {name}", "a corpus name")
     model_files = sorted(model.rglob("*")) if model.is_dir() else [model]  # an export's files
     lineage = {
         "model": {
@@ -122,7 +139,6 @@ def corpus_of(
         "decoding": asdict(translator.decode),
         "direction": f"{translator.source_lang}-{translator.target_lang}",
     }
-    directory = dataset_dir(CorpusSource(name=name), paths)
     return SyntheticCorpus(directory, data.corpus.src_lang, data.corpus.tgt_lang, lineage)
 
 
@@ -134,11 +150,6 @@ def back_translate(translator: Translator, texts: list[str], corpus: SyntheticCo
     from llm_from_scratch.decoding.lines import one_line
     from llm_from_scratch.display import shown
 
-    if corpus.holds_another_corpus():
-        raise UsageError(
-            f"{shown(corpus.directory)} holds a corpus that back-translation did not write: "
-            "choose another --name"
-        )
     if corpus.is_written():
         print(
             f"{shown(corpus.directory)} is written already, by this model from this text: "

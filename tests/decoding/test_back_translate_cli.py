@@ -140,11 +140,18 @@ def test_a_limit_translates_the_first_sentences_only(ja_en_checkpoint, mirror, t
     assert pairs(tmp_path / "data" / "raw" / "wikinews_ja_bt")[1] == KEPT[:2]
 
 
-def test_a_name_that_holds_another_corpus_is_refused(ja_en_checkpoint, mirror, tmp_path):
+def test_a_name_that_holds_another_corpus_is_refused(
+    ja_en_checkpoint, mirror, tmp_path, monkeypatch
+):
     real = tmp_path / "data" / "raw" / "small_parallel_enja"
     real.mkdir(parents=True)
     (real / "train.en").write_text("hello .\n")
     args = arguments(ja_en_checkpoint, mirror, tmp_path, "--name", "small_parallel_enja")
+
+    def not_loaded(*_: object) -> None:
+        raise AssertionError("the model loaded before the name was refused")
+
+    monkeypatch.setattr(back_translate_cli, "load_translator", not_loaded)
     with pytest.raises(UserError, match="did not write: choose another --name"):
         back_translate_cli.main(args)
     assert sorted(path.name for path in real.iterdir()) == ["train.en"]

@@ -136,8 +136,8 @@ class TimeBudget(Pacing):
         learning rates the steps taken had in either plan, stays. Its costs are the run's own:
         its updates since the first few (`RunTiming.typical_step`), and its validations and
         saves where it had any (a stand-in's are not the run's); the deadline prices what is
-        left with them. A warm-up too
-        short to time after the first, slower, updates keeps the probe's plan."""
+        left with them. A warm-up too short to time after the first, slower, updates keeps the
+        probe's plan."""
         assert self.replan is not None
         replan, self.replan = self.replan, None  # once: a second start keeps the plan
         timing = self.timing
