@@ -10,6 +10,11 @@ katakana headword split by `・` into as many parts as a name has words pairs th
 too (ジョンソン・エンド・ジョンソン gives Johnson ジョンソン), which adds the common spelling where
 the dictionary lists only rarer ones alone (ジョンスン).
 
+The dictionary's support often prefers a rare spelling (イスパニア for Spain, ターリバーン for
+Taliban). Given Japanese news text (`NameUsage`: the data mirror's Wikinews, say), the spelling
+news writes most is taken instead, and a name news writes in kanji more than in katakana (`Abe`:
+安倍) is not given katakana.
+
 The table is built once from the installed files and cached as JSON under the data cache
 (`names/`), keyed by the files' sizes and times; a missing dictionary is reported by
 `load_dictionary` returning None, and whoever needs it says so.
@@ -17,12 +22,13 @@ The table is built once from the installed files and cached as JSON under the da
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -49,6 +55,9 @@ KATAKANA = re.compile(r"[\u30a1-\u30fa\u30fc\u30fb]+")  # the middle dot and lon
 _HIRAGANA = re.compile(r"[\u3041-\u309f\u30fc]+")
 # JMdict's mark of a common word: its pairs weigh as much as this many entries.
 _PRIORITY_SUPPORT = 3
+# Uses of a name's renderings in a news text below this say nothing (one may be another word's
+# part): the dictionary's support decides.
+MIN_USES = 2
 
 
 @dataclass(frozen=True)
@@ -61,15 +70,37 @@ class Rendering:
         return KATAKANA.fullmatch(self.text) is not None
 
 
+class NameUsage:
+    """How often a Japanese text writes each rendering: a katakana word as a whole word of a
+    katakana run (トム is not counted in トムソン; ジョージ・フロイド counts itself and both parts),
+    any other as it occurs."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._katakana = Counter(
+            word for run in KATAKANA.findall(text) for word in {run, *run.split("・")}
+        )
+
+    def uses(self, rendering: Rendering) -> int:
+        if rendering.is_katakana:
+            return self._katakana[rendering.text]
+        return self._text.count(rendering.text)
+
+
 class NameDictionary:
     """English keys (names as written, loanwords in lowercase) to their renderings, the best
-    supported first."""
+    supported first; `usage`, where given, picks between them (see the module docstring)."""
 
-    def __init__(self, table: dict[str, str]) -> None:
+    def __init__(self, table: dict[str, str], usage: NameUsage | None = None) -> None:
         self._table = table  # key: "rendering<TAB>support" lines, as `encode_table` writes them
+        self.usage = usage
+        self._katakana: dict[str, str | None] = {}  # `katakana`'s answers: usage counts a text
 
     def __len__(self) -> int:
         return len(self._table)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table)
 
     def renderings(self, name: str, loanwords: bool = True) -> list[Rendering]:
         """Every rendering of `name` (a word or words as a source writes them), best first; with
@@ -79,17 +110,31 @@ class NameDictionary:
         return [Rendering(text, int(support)) for text, support in pairs]
 
     def katakana(self, name: str) -> str | None:
-        """How Japanese news writes a foreign `name`: its best supported katakana rendering,
-        where the dictionary gives it more support than all its kanji and kana renderings
-        together. Otherwise None: a Japanese name read in Latin letters (`Abe` is 安倍, 阿部 and
-        more, and rarely エイブ) is not guessed at, nor is an acronym (`NASA`), which news
-        keeps in Latin letters."""
+        """How Japanese news writes a foreign `name`: the katakana rendering the usage text
+        writes most, where it writes the name's katakana renderings more than all its others
+        together (at least `MIN_USES` times in all); without usage, the best supported katakana
+        rendering, where the dictionary gives it more support than all the others together.
+        Otherwise None: a Japanese name read in Latin letters (`Abe` is 安倍, 阿部 and more, and
+        rarely エイブ) is not guessed at, nor is an acronym (`NASA`), which news keeps in Latin
+        letters."""
+        if name not in self._katakana:
+            self._katakana[name] = self._chosen_katakana(name)
+        return self._katakana[name]
+
+    def _chosen_katakana(self, name: str) -> str | None:
         if name.isupper():
             return None
         found = self.renderings(name)
         foreign = [rendering for rendering in found if rendering.is_katakana]
         if not foreign:
             return None
+        if self.usage is not None:
+            uses = {rendering.text: self.usage.uses(rendering) for rendering in found}
+            written = sum(uses[rendering.text] for rendering in foreign)
+            if sum(uses.values()) >= MIN_USES:
+                # max keeps the first of equals: the better supported
+                best = max(foreign, key=lambda rendering: uses[rendering.text])
+                return best.text if 2 * written > sum(uses.values()) else None
         others = sum(rendering.support for rendering in found if not rendering.is_katakana)
         return foreign[0].text if foreign[0].support > others else None
 
@@ -142,32 +187,56 @@ def encode_table(table: dict[str, list[tuple[str, int]]]) -> dict[str, str]:
 
 
 def load_dictionary(
-    files: Sequence[Path] | None = None, cache_dir: Path | None = None
+    files: Sequence[Path] | None = None,
+    cache_dir: Path | None = None,
+    usage: Sequence[Path] = (),
 ) -> NameDictionary | None:
     """The dictionary of `files` (default: `DICTIONARY_FILES`), from its cache under `cache_dir`
     (default: the project's data cache's `names/`, whatever a run's paths, so that it is built
-    once) once built; None when the files are not installed."""
+    once) once built, its renderings picked by the Japanese text of `usage` (`read_usage`) where
+    given; None when the files are not installed."""
     files = DICTIONARY_FILES if files is None else files
     if not all(path.is_file() for path in files):
         return None
-    return _load(
+    table = _table(
         tuple(files), cache_dir or DEFAULT_CACHE_DIR or Path(PathsConfig().cache_dir) / "names"
     )
+    return NameDictionary(table, read_usage(tuple(usage)) if usage else None)
 
 
 @cache
-def _load(files: tuple[Path, ...], cache_dir: Path) -> NameDictionary:
-    stamp = [f"{path.resolve()}:{path.stat().st_size}:{path.stat().st_mtime_ns}" for path in files]
-    key = hashlib.sha256(json.dumps([TABLE_VERSION, stamp]).encode()).hexdigest()[:16]
-    cached = cache_dir / f"name_table-{key}.json"
+def read_usage(files: tuple[Path, ...]) -> NameUsage:
+    """The usage of the Japanese text of `files`, one sentence a line, gzip or plain."""
+    texts = []
+    for path in files:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as text:
+            texts.append(text.read())
+    return NameUsage("\n".join(texts))
+
+
+def dictionary_stamp(files: Sequence[Path] | None = None) -> str:
+    """What identifies the table of `files` (default: `DICTIONARY_FILES`): a hash of the table's
+    version and each file's path, size and time."""
+    stamp = _file_stamps(DICTIONARY_FILES if files is None else files)
+    return hashlib.sha256(json.dumps([TABLE_VERSION, stamp]).encode()).hexdigest()[:16]
+
+
+def _file_stamps(files: Sequence[Path]) -> list[str]:
+    return [f"{path.resolve()}:{path.stat().st_size}:{path.stat().st_mtime_ns}" for path in files]
+
+
+@cache
+def _table(files: tuple[Path, ...], cache_dir: Path) -> dict[str, str]:
+    cached = cache_dir / f"name_table-{dictionary_stamp(files)}.json"
     if cached.is_file():
-        return NameDictionary(json.loads(cached.read_text(encoding="utf-8"))["table"])
+        return json.loads(cached.read_text(encoding="utf-8"))["table"]
     table = encode_table(build_table(files))
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         with atomic_writer(cached) as file:
-            body = {"licence": LICENCE, "sources": stamp, "table": table}
+            body = {"licence": LICENCE, "sources": _file_stamps(files), "table": table}
             file.write(json.dumps(body, ensure_ascii=False).encode("utf-8"))
     except OSError as error:  # a read-only cache: the table still serves this process
         print(f"note: the name table was not cached ({error})", file=sys.stderr)
-    return NameDictionary(table)
+    return table

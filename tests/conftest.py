@@ -63,6 +63,11 @@ ENAMDICT_LINES = [
     "タミル /(p) Tamil (India)/",
     "ナサ /(u) NASA/",
     "ホワイトハウス /(p) White House/",
+    "ターリバーン /(o) Taliban/",
+    "タリバン /(o) Taliban/",
+    # A name of dev and one of test for the transliteration corpus (data/name_pairs.py's hash).
+    "ターナー /(s) Turner/",
+    "パーカー /(s) Parker/",
 ]
 EDICT_LINES = [
     "\u3000？？？ /EDICT, EDICT_SUB(P), EDICT2 Japanese-English Electronic Dictionary Files/",

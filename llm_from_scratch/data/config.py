@@ -23,7 +23,7 @@ from llm_from_scratch.numbers import DIGIT_FORMS
 if TYPE_CHECKING:  # a config is read before torch loads (`--help`)
     import torch
 
-SOURCES = ("urls", "hub", "local", "archive", "derived")
+SOURCES = ("urls", "hub", "local", "archive", "derived", "name_dictionary")
 # How the raw files are laid out (see `CorpusConfig.splits` for what names a split in each).
 FORMATS = ("parallel", "tsv", "jsonl", "hub", "monolingual")
 SPLITS = ("train", "dev", "test")
@@ -213,8 +213,9 @@ class CorpusSource:
     name: str = "small_parallel_enja"
     # Where the raw files come from: "urls" (each file's url), "hub" (a Hugging Face dataset id,
     # saved with `save_to_disk`), "archive" (a tar archive, extracted where it is fetched), or
-    # "local" (nothing to download: the files must be in the mirror), or "derived" (written by a
-    # program of this project, e.g. back-translations by scripts/back_translate.py).
+    # "local" (nothing to download: the files must be in the mirror), "derived" (written by a
+    # program of this project, e.g. back-translations by scripts/back_translate.py), or
+    # "name_dictionary" (written from the installed name dictionary: data/name_pairs.py).
     source: str = "urls"
     files: list[DataFile] = field(default_factory=list)
     archive: DataFile | None = None  # source=archive: the archive; `corpus.splits` name its files

@@ -14,13 +14,16 @@ whatever those pieces usually mean (`Microsoft` as マッチッチッチ). With
   in training: those the source tokenizer's training text (the train split's source side, or
   the sample of it the tokenizer learned from) held fewer than `SEEN_TIMES` times, in any case
   (`tokenizer.word_count`). A word it held often is translated, a name (`Tom`) as well as a
-  common word a capital starts (`Hello`, `Tuesday`), whatever the vocabulary size. And
-  `restore_names` writes each placeholder of the output back as the word: copied, in its own
+  common word a capital starts (`Hello`, `Tuesday`), whatever the vocabulary size. Such
+  words next to each other are one name behind one placeholder (`Larry Kudlow`): a model
+  trained on short sentences drops two placeholders in a row more often than one. And
+  `restore_names` writes each placeholder of the output back as the name: copied, in its own
   script, where the model would have made one up; or, into Japanese, as `render_names` renders
   it: a foreign name the name dictionary knows (name_dictionary.py) in its katakana, as
-  Japanese news writes it (`Biden` バイデン), two such names in a row joined by a middle dot
-  (ジョージ・フロイド). A Japanese name in Latin letters, an acronym and a word the dictionary does
-  not know are still copied.
+  Japanese news writes it (`Biden` バイデン), a name of several words word by word joined by a
+  middle dot (ジョージ・フロイド), a word the dictionary does not know as a transliteration model
+  writes it, where the translator has one (`unknown_words`). A Japanese name in Latin letters,
+  an acronym and a word neither renders are still copied.
 
 A tokenizer trained before words were counted (file version 1) has no counts: then a word
 counts as unseen when the tokenizer spells it in `UNSEEN_PIECES` pieces or more, which
@@ -32,9 +35,10 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from llm_from_scratch.data.name_pairs import ONE_WORD_NAME
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, mask_spans
 from llm_from_scratch.name_dictionary import KATAKANA, NameDictionary
 
@@ -119,15 +123,18 @@ def mask_pair(source: str, target: str, lexicon: dict[str, str]) -> tuple[str, s
 
 def mask_unseen_names(text: str, tokenizer: SourceTokenizer) -> tuple[str, list[str]]:
     """`text` with each capitalized word the model rarely saw masked in order (see the module
-    docstring), and the masked words. Name placeholders `text` holds itself are dropped."""
+    docstring), words of them next to each other (`Larry Kudlow`) by one placeholder, and the
+    masked names. Name placeholders `text` holds itself are dropped."""
     text = text.translate(_DROP_NAME_PLACEHOLDERS)
-    spans, names = [], []
+    spans: list[tuple[int, int]] = []
     for match in _NAME.finditer(text):
-        if len(spans) == len(NAME_PLACEHOLDERS):
-            break
-        if _unseen(match, text, tokenizer):
+        if not _unseen(match, text, tokenizer):
+            continue
+        if spans and text[spans[-1][1] : match.start()] == " ":
+            spans[-1] = (spans[-1][0], match.end())
+        elif len(spans) < len(NAME_PLACEHOLDERS):
             spans.append(match.span())
-            names.append(match.group())
+    names = [text[start:end] for start, end in spans]
     return mask_spans(text, spans, NAME_PLACEHOLDERS), names
 
 
@@ -147,10 +154,32 @@ def _unseen(match: re.Match[str], text: str, tokenizer: SourceTokenizer) -> bool
     return min(len(tokenizer.encode(spelling)) for spelling in spellings) >= UNSEEN_PIECES
 
 
-def render_names(names: list[str], dictionary: NameDictionary) -> list[str]:
-    """How a Japanese translation writes each of `names`: the katakana the dictionary gives a
-    foreign name (`NameDictionary.katakana`), else the name as written."""
-    return [dictionary.katakana(name) or name for name in names]
+def render_names(
+    names: list[str], dictionary: NameDictionary, transliterations: Mapping[str, str] = {}
+) -> list[str]:
+    """How a Japanese translation writes each of `names`: the katakana the dictionary gives the
+    foreign name (`NameDictionary.katakana`: `George Floyd`), else its words' katakana joined by
+    a middle dot (ラリー・クドロー), each the dictionary's or, for a word it does not know, that of
+    `transliterations`; else the name as written."""
+    rendered = []
+    for name in names:
+        words = [dictionary.katakana(word) or transliterations.get(word) for word in name.split()]
+        whole = dictionary.katakana(name) or (all(words) and "・".join(map(str, words)))
+        rendered.append(whole or name)
+    return rendered
+
+
+def unknown_words(names: list[str], dictionary: NameDictionary) -> list[str]:
+    """The words of `names` that a transliteration could render: one capitalized word of
+    letters (`Kudlow`, not `NASA` or `McDonald`) that the dictionary does not know at all (a
+    Japanese name it knows in kanji stays copied)."""
+    return [
+        word
+        for name in names
+        if not dictionary.katakana(name)
+        for word in name.split()
+        if ONE_WORD_NAME.fullmatch(word) and not dictionary.renderings(word)
+    ]
 
 
 def restore_names(text: str, names: list[str]) -> str:

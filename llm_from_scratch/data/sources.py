@@ -23,10 +23,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from llm_from_scratch import name_dictionary
 from llm_from_scratch.atomic import atomic_writer
 from llm_from_scratch.data.config import CorpusSource, DataConfig, DataFile
+from llm_from_scratch.data.name_pairs import write_name_pairs
 from llm_from_scratch.errors import UserError
+from llm_from_scratch.name_dictionary import dictionary_stamp, load_dictionary
 from llm_from_scratch.paths import PathsConfig
+
+# Names a directory holding a copy of the corpora, a folder each, read before any download.
+MIRROR_VARIABLE = "DATA_MIRROR"
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +50,20 @@ def dataset_dir(cfg: CorpusSource, paths: PathsConfig) -> Path:
 
 def mirror_dir(cfg: CorpusSource) -> Path | None:
     """The mirror directory for `cfg` (`data.mirror`, else `$DATA_MIRROR`), or None."""
-    mirror = cfg.mirror or os.environ.get("DATA_MIRROR")
+    mirror = cfg.mirror or os.environ.get(MIRROR_VARIABLE)
     return Path(mirror).expanduser() / cfg.name if mirror else None
+
+
+def corpus_files(name: str, paths: PathsConfig, pattern: str) -> list[Path]:
+    """The files matching `pattern` of the corpus called `name`, read where they lie: in its
+    folder under `paths.raw_dir` once fetched, else in the data mirror's (`$DATA_MIRROR`); none
+    where neither holds any."""
+    mirror = os.environ.get(MIRROR_VARIABLE)
+    folders = [Path(paths.raw_dir) / name, *([Path(mirror).expanduser() / name] if mirror else [])]
+    for folder in folders:
+        if found := sorted(folder.glob(pattern)):
+            return found
+    return []
 
 
 def fetch_data(cfg: DataConfig, paths: PathsConfig) -> list[Path]:
@@ -62,6 +80,9 @@ def fetch_dataset(cfg: CorpusSource, paths: PathsConfig) -> Path:
         return target
     if cfg.source == "derived":
         _check_derived(cfg, target)
+        return target
+    if cfg.source == "name_dictionary":
+        _write_name_pairs(target)
         return target
     target.mkdir(parents=True, exist_ok=True)
     if cfg.source == "archive":
@@ -91,6 +112,19 @@ def fetch_dataset(cfg: CorpusSource, paths: PathsConfig) -> Path:
                 f"{cfg.name}/{file.name}"
             )
     return target
+
+
+def _write_name_pairs(target: Path) -> None:
+    """The name dictionary's pairs in `target` (data/name_pairs.py), written once."""
+    dictionary = load_dictionary()
+    if dictionary is None:
+        files = ", ".join(str(path) for path in name_dictionary.DICTIONARY_FILES)
+        raise DataSourceError(
+            f"{target.name} is made from the name dictionary, which is not installed: {files} "
+            "missing (apt-get install enamdict edict)"
+        )
+    if write_name_pairs(dictionary, target, dictionary_stamp()):
+        logger.info("fetching %s: written from the name dictionary", target.name)
 
 
 def _check_derived(cfg: CorpusSource, target: Path) -> None:

@@ -67,6 +67,15 @@ class DecodingConfig:
     # installed (apt-get install enamdict edict); false, or without it: copied as the source
     # writes it. Translator only.
     render_names: bool = True
+    # The corpus whose Japanese text decides how a masked name is written where the dictionary
+    # gives several spellings (タリバン, not ターリバーン) or kanji too (安倍 keeps `Abe` copied):
+    # its folder under paths.raw_dir once fetched, else the data mirror's ($DATA_MIRROR); null,
+    # or neither there: the dictionary's support decides (name_dictionary.py).
+    name_usage: str | None = "wikinews_ja"
+    # The run of a transliteration model (experiment=transliteration) that writes a masked name
+    # the dictionary does not know in katakana (Kudlow: クドロー), where it is one word of letters
+    # and the model's output is katakana; null: such a name is copied. Translator only.
+    transliteration: str | None = None
     # How a copied number is written back in Japanese (`full_width`, `ascii`); null: as the
     # run's corpus writes numbers (`data.number_digits`). Translator only.
     number_digits: str | None = None

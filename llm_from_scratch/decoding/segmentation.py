@@ -12,16 +12,16 @@ in, pieces out.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from llm_from_scratch.data.names import mask_unseen_names, render_names
+from llm_from_scratch.data.names import mask_unseen_names
 from llm_from_scratch.data.placeholders import mask_numbers
 from llm_from_scratch.data.sentences import split_sentences
 from llm_from_scratch.data.source_style import prepare_source
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.conventions import TextConventions
 from llm_from_scratch.decoding.lines import clean, split_lines
-from llm_from_scratch.name_dictionary import NameDictionary
 from llm_from_scratch.tokenizer.bpe import BPETokenizer
 
 # Split points of a sentence too long for the model, coarsest first: after a clause's comma,
@@ -40,8 +40,8 @@ class SourceSentence:
     pieces: list[list[int]]  # its source ids, in pieces the model can take (usually one)
     numbers: list[str] = field(default_factory=list)  # masked by placeholders, in order
     names: list[str] = field(default_factory=list)  # likewise
-    # What each name is written back as: rendered in the target's script (`render_names`), or
-    # as the source writes it.
+    # What each name is written back as: rendered in the target's script (the translator's name
+    # dictionary or transliteration model), or as the source writes it.
     renderings: list[str] = field(default_factory=list)
 
 
@@ -63,12 +63,12 @@ def source_sentences(
     conventions: TextConventions,
     clause_tokens: int,
     max_tokens: int,
-    dictionary: NameDictionary | None = None,
+    render: Callable[[list[str]], list[str]] | None = None,
 ) -> list[SourceSentence]:
     """The sentences of each line of `text`, cleaned, in the run's style, in pieces (see
     `source_pieces`); none for an empty text. `split_sentences` knows English and Japanese
-    punctuation alike, so either may be read. Masked names are rendered by `dictionary` (a
-    Japanese target's), else copied."""
+    punctuation alike, so either may be read. Masked names are written back as `render` gives
+    them (a Japanese target's: the name dictionary, the transliteration model), else copied."""
     sentences = []
     for line, text_line in enumerate(split_lines(text)):
         for sentence in split_sentences(clean(text_line)):
@@ -79,7 +79,7 @@ def source_sentences(
             if conventions.name_placeholders:
                 styled, names = mask_unseen_names(styled, tokenizer)
             # No pieces: only characters the tokenizer's normalization removes.
-            renderings = render_names(names, dictionary) if dictionary else names
+            renderings = render(names) if render and names else names
             if pieces := source_pieces(styled, tokenizer, clause_tokens, max_tokens):
                 sentences.append(SourceSentence(sentence, line, pieces, numbers, names, renderings))
     return sentences

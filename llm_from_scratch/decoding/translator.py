@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from llm_from_scratch.checkpoint import CheckpointSummary, run_model
-from llm_from_scratch.data.names import restore_names
+from llm_from_scratch.data.names import render_names, restore_names, unknown_words
 from llm_from_scratch.data.placeholders import restore_numbers
+from llm_from_scratch.data.sources import corpus_files
 from llm_from_scratch.decoding.common import Hypothesis, SearchModel
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.conventions import TextConventions
@@ -48,7 +49,7 @@ from llm_from_scratch.decoding.segmentation import (
     source_sentences,
 )
 from llm_from_scratch.device import resolve_device
-from llm_from_scratch.name_dictionary import NameDictionary, load_dictionary
+from llm_from_scratch.name_dictionary import KATAKANA, NameDictionary, load_dictionary
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.precision import select_precision
 
@@ -112,6 +113,9 @@ class Translator:
         self.precision = select_precision(requested, self.device, key="decoding.precision")
         self.max_src_tokens = max_piece_tokens(model.cfg.max_positions, decode)
         self.name_dictionary = self._name_dictionary()
+        self.transliterator = self._transliterator()
+        # Words transliterated so far; "" where the model's answer was not katakana.
+        self._transliterations: dict[str, str] = {}
         self.reranker = Reranker(self._search, self.src_tok, self.tgt_tok, decode, self.conventions)
 
     @property
@@ -251,16 +255,48 @@ class Translator:
             self.conventions,
             clause_tokens,
             self.max_src_tokens,
-            self.name_dictionary,
+            self.render_names if self.name_dictionary else None,
         )
+
+    def render_names(self, names: list[str]) -> list[str]:
+        """How a Japanese translation writes each of `names` (`data.names.render_names`): as
+        the name dictionary renders it, its words the dictionary does not know as the
+        transliteration model (`decoding.transliteration`) writes them where that is katakana
+        (`Kudlow`: クドロー); else as written."""
+        assert self.name_dictionary is not None
+        if self.transliterator is not None:
+            unknown = unknown_words(names, self.name_dictionary)
+            if new := sorted(set(unknown) - self._transliterations.keys()):
+                for word, found in zip(new, self.transliterator.translate(new), strict=True):
+                    written = found.text.strip()
+                    self._transliterations[word] = written if KATAKANA.fullmatch(written) else ""
+        return render_names(names, self.name_dictionary, self._transliterations)
 
     def _name_dictionary(self) -> NameDictionary | None:
         """The dictionary that renders the masked names of a Japanese translation
-        (`decoding.render_names`); None where there are none to render, or it is not installed."""
+        (`decoding.render_names`), its spellings picked by `decoding.name_usage`'s text where
+        that is at hand (`name_usage_files`); None where there are none to render, or it is not
+        installed."""
         conventions = self.conventions
         if not (self.decode.render_names and conventions.name_placeholders):
             return None
-        return load_dictionary() if conventions.target_lang == "ja" else None
+        if conventions.target_lang != "ja":
+            return None
+        return load_dictionary(usage=self.name_usage_files)
+
+    def _transliterator(self) -> Translator | None:
+        """The translator of `decoding.transliteration`'s run, on this one's device; None
+        without it or without names to render."""
+        run = self.decode.transliteration
+        if run is None or self.name_dictionary is None:
+            return None
+        return Translator.from_run(run, device=str(self.device))
+
+    @property
+    def name_usage_files(self) -> list[Path]:
+        """The Japanese text files of `decoding.name_usage` (`data.sources.corpus_files`)."""
+        corpus = self.decode.name_usage
+        return corpus_files(corpus, PathsConfig(), "*.ja*") if corpus else []
 
     def _search(self, pieces: list[list[int]], decode: DecodingConfig) -> list[list[Hypothesis]]:
         with self.precision.autocast():

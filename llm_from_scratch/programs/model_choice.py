@@ -125,7 +125,12 @@ def decoding_overrides(args: argparse.Namespace, settings: dict[str, str]) -> di
     flags = {"beam_size": args.beam, "nbest": getattr(args, "nbest", None)}
     overrides |= {key: value for key, value in flags.items() if value is not None}
     prefix = f"{PRESET_GROUP}."
-    overrides |= {k.removeprefix(prefix): v for k, v in settings.items() if k.startswith(prefix)}
+    # `null` is None, as in a Hydra override (`decoding.name_usage=null`)
+    overrides |= {
+        key.removeprefix(prefix): None if value == "null" else value
+        for key, value in settings.items()
+        if key.startswith(prefix)
+    }
     known = [field.name for field in fields(DecodingConfig)]
     for key in overrides:  # the values are checked against the run's settings, once loaded
         if key not in known:
@@ -158,4 +163,11 @@ def load_translator(
         config = restored.config
     for checkpoint in translator.checkpoints:
         print(f"model: {checkpoint}", file=sys.stderr)
+    dictionary, corpus = translator.name_dictionary, translator.decode.name_usage
+    if dictionary is not None and dictionary.usage is None and corpus:
+        print(
+            f"note: names spelled as the dictionary's entries say: decoding.name_usage's {corpus} "
+            "is neither fetched nor in $DATA_MIRROR",
+            file=sys.stderr,
+        )
     return translator, config

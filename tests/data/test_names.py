@@ -20,6 +20,7 @@ from llm_from_scratch.data.names import (
     name_lexicon,
     render_names,
     restore_names,
+    unknown_words,
 )
 from llm_from_scratch.data.placeholders import NAME_PLACEHOLDERS, keeps_placeholders
 from llm_from_scratch.name_dictionary import load_dictionary
@@ -127,11 +128,38 @@ def test_a_word_seen_often_is_translated_however_many_pieces_spell_it():
 
 
 def test_an_input_masks_at_most_as_many_names_as_there_are_placeholders():
-    text = " ".join(f"Quixbury{chr(97 + k)}" for k in range(len(NAME_PLACEHOLDERS) + 1))
+    text = ", ".join(f"Quixbury{chr(97 + k)}" for k in range(len(NAME_PLACEHOLDERS) + 1))
     masked, names = mask_unseen_names(text, StandIn({}))
     assert len(names) == len(NAME_PLACEHOLDERS)
-    assert masked.endswith(f" Quixbury{chr(97 + len(NAME_PLACEHOLDERS))}")
+    assert masked.endswith(f", Quixbury{chr(97 + len(NAME_PLACEHOLDERS))}")
     assert restore_names(masked, names) == text
+
+
+def test_unseen_words_next_to_each_other_are_one_name_behind_one_placeholder():
+    text = "Ask Larry Quixbury and Zanzibar Quixland, Quixton."
+    masked, names = mask_unseen_names(text, StandIn({"ask": 50, "and": 50}))
+    assert masked == f"Ask {N0} and {N1}, {NAME_PLACEHOLDERS[2]}."
+    assert names == ["Larry Quixbury", "Zanzibar Quixland", "Quixton"]
+    assert restore_names(masked, names) == text
+
+
+def test_a_name_of_several_words_is_rendered_whole_else_word_by_word():
+    dictionary = load_dictionary()
+    names = ["George Floyd", "Floyd George", "Tamil Quixbury", "Tamil NASA"]
+    assert render_names(names, dictionary) == [
+        "ジョージ・フロイド",  # the dictionary's entry for the whole name
+        "フロイド・ジョージ",  # its words' entries
+        "Tamil Quixbury",  # a word it cannot render: the name stays as written
+        "Tamil NASA",
+    ]
+    transliterated = render_names(names, dictionary, {"Quixbury": "クイックスベリー"})
+    assert transliterated[2] == "タミル・クイックスベリー"
+
+
+def test_the_words_a_transliteration_could_render_are_unknown_one_word_names():
+    names = ["Larry Quixbury", "NASA", "Abe", "McDonald", "George Floyd", "Tamil"]
+    # NASA an acronym, Abe a name the dictionary knows in kanji, McDonald capitals inside.
+    assert unknown_words(names, load_dictionary()) == ["Larry", "Quixbury"]
 
 
 # A small source side where `Hello` and `Tuesday` are everyday words, though a few times only:

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.data.config import CorpusConfig, DataConfig, DataFile
-from llm_from_scratch.data.sources import DataSourceError, dataset_dir, download, fetch_dataset
+from llm_from_scratch.data.sources import (
+    DataSourceError,
+    corpus_files,
+    dataset_dir,
+    download,
+    fetch_dataset,
+)
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.paths import PathsConfig
 from llm_from_scratch.programs.prepare_data import PrepareDataConfig
@@ -186,3 +192,19 @@ def test_local_dataset_without_a_file_list_copies_the_files_its_splits_name(tmp_
         fetch_dataset(
             DataConfig(name="mine", source="local", corpus=corpus), raw_paths(tmp_path / "raw")
         )
+
+
+def test_a_corpus_is_read_where_fetched_else_from_the_mirror(tmp_path, monkeypatch):
+    paths = raw_paths(tmp_path / "raw")
+    mirrored = tmp_path / "mirror" / "news" / "train.ja.gz"
+    mirrored.parent.mkdir(parents=True)
+    mirrored.write_bytes(b"")
+    monkeypatch.delenv("DATA_MIRROR", raising=False)
+    assert corpus_files("news", paths, "*.ja*") == []
+    monkeypatch.setenv("DATA_MIRROR", str(tmp_path / "mirror"))
+    assert corpus_files("news", paths, "*.ja*") == [mirrored]
+    fetched = tmp_path / "raw" / "news" / "train.ja.gz"
+    fetched.parent.mkdir(parents=True)
+    fetched.write_bytes(b"")
+    assert corpus_files("news", paths, "*.ja*") == [fetched]
+    assert corpus_files("news", paths, "*.en*") == []

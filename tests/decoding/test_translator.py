@@ -4,6 +4,7 @@ model, builders.py)."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import sys
 import unicodedata
 
@@ -18,10 +19,10 @@ from llm_from_scratch.decoding.batched import decode_pieces, length_batches
 from llm_from_scratch.decoding.common import Hypothesis
 from llm_from_scratch.decoding.config import DecodingConfig
 from llm_from_scratch.decoding.lines import InputError, one_line
-from llm_from_scratch.decoding.translator import Translator
+from llm_from_scratch.decoding.translator import Candidate, Translation, Translator
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.programs import evaluate as evaluate_cli
-from llm_from_scratch.programs.model_choice import load_translator
+from llm_from_scratch.programs.model_choice import decoding_overrides, load_translator
 from tests.decoding.builders import answering
 
 from .builders import save_tiny_checkpoint, torch_translator
@@ -359,14 +360,54 @@ def test_a_name_placeholder_model_copies_the_names_it_rarely_saw(
 def test_a_rare_foreign_name_the_dictionary_knows_is_rendered_in_katakana(
     copy_model, tokenizer, monkeypatch
 ):
-    monkeypatch.setattr(
-        torch_engine, "decode_pieces", answering(tokenizer, "\ue010 \ue011は来た。")
-    )
+    monkeypatch.setattr(torch_engine, "decode_pieces", answering(tokenizer, "\ue010は来た。"))
     translator = torch_translator(copy_model, tokenizer, GREEDY, name_placeholders=True)
-    # George Floyd: two names, one katakana name in the test dictionary (tests/conftest.py).
+    # George Floyd: two rare words, one name behind one placeholder, and one katakana name in
+    # the test dictionary (tests/conftest.py).
+    assert translator.sentences("George Floyd came.")[0].names == ["George Floyd"]
     assert translator.translate(["George Floyd came."])[0].text == "ジョージ・フロイドは来た。"
     copying = translator.with_decoding(dataclasses.replace(GREEDY, render_names=False))
     assert copying.translate(["George Floyd came."])[0].text == "George Floydは来た。"
+
+
+def test_news_usage_decides_how_a_name_is_spelled(copy_model, tokenizer, monkeypatch, tmp_path):
+    monkeypatch.setattr(torch_engine, "decode_pieces", answering(tokenizer, "\ue010は来た。"))
+    news = tmp_path / "mirror" / "usage_fixture" / "train.ja.gz"
+    news.parent.mkdir(parents=True)
+    news.write_bytes(gzip.compress("タリバンは声明を出した。\nタリバン政権。\n".encode()))
+    monkeypatch.setenv("DATA_MIRROR", str(tmp_path / "mirror"))
+    reading = dataclasses.replace(GREEDY, name_usage="usage_fixture")
+    translator = torch_translator(copy_model, tokenizer, reading, name_placeholders=True)
+    assert translator.name_usage_files == [news]
+    assert translator.translate(["Taliban came."])[0].text == "タリバンは来た。"
+    # The test dictionary's entries alone put ターリバーン first (tests/conftest.py).
+    unread = translator.with_decoding(dataclasses.replace(GREEDY, name_usage=None))
+    assert unread.translate(["Taliban came."])[0].text == "ターリバーンは来た。"
+
+
+class Transliterating:
+    """A stand-in for the transliteration model's translator: what it was asked, and answers."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers, self.asked = answers, []
+
+    def translate(self, names):
+        self.asked.append(list(names))
+        return [Translation([Candidate(self.answers[name], 0.0, [])]) for name in names]
+
+
+def test_a_name_the_dictionary_does_not_know_is_transliterated(copy_model, tokenizer, monkeypatch):
+    two_names = answering(tokenizer, "\ue010と\ue011は来た。")
+    monkeypatch.setattr(torch_engine, "decode_pieces", two_names)
+    translator = torch_translator(copy_model, tokenizer, GREEDY, name_placeholders=True)
+    model = translator.transliterator = Transliterating({"Kudlow": "クドロー", "Quix": "quix"})
+    texts = ["Quix and George Kudlow came.", "Kudlow and Abe came.", "Kudlow and NASA came."]
+    assert [t.text for t in translator.translate(texts)] == [
+        "Quixとジョージ・クドローは来た。",  # Quix's answer is not katakana: copied as written
+        "クドローとAbeは来た。",  # a Japanese name the dictionary knows in kanji: copied
+        "クドローとNASAは来た。",  # an acronym: copied
+    ]
+    assert model.asked == [["Kudlow", "Quix"]]  # each word once, whatever the texts
 
 
 def test_a_piece_that_runs_to_its_limit_is_searched_again_in_halves(
@@ -552,6 +593,24 @@ def test_every_way_of_loading_a_placeholder_run_masks_its_numbers_and_names(toke
     names = save_tiny_checkpoint(tmp_path / "c.pt", tokenizer, ["data.name_placeholders=true"])
     assert not Translator.from_checkpoint(plain).conventions.name_placeholders
     assert Translator.from_checkpoint(names).with_decoding(GREEDY).conventions.name_placeholders
+
+
+def test_loading_says_when_the_news_usage_of_names_is_missing(
+    tokenizer, tmp_path, monkeypatch, capsys
+):
+    names = save_tiny_checkpoint(tmp_path / "c.pt", tokenizer, ["data.name_placeholders=true"])
+    monkeypatch.setenv("DATA_MIRROR", str(tmp_path / "mirror"))  # holds no corpus
+    args, _ = evaluate_cli.parse_args(["--checkpoint", str(names)])
+    translator, _ = load_translator(names, args, {"name_usage": "usage_fixture"})
+    assert translator.name_dictionary is not None and translator.name_dictionary.usage is None
+    note = "decoding.name_usage's usage_fixture is neither fetched nor in $DATA_MIRROR"
+    assert note in capsys.readouterr().err
+    args, settings = evaluate_cli.parse_args(
+        ["--checkpoint", str(names), "decoding.name_usage=null"]
+    )
+    assert decoding_overrides(args, settings) == {"name_usage": None}  # as Hydra reads null
+    load_translator(names, args, decoding_overrides(args, settings))
+    assert "name_usage" not in capsys.readouterr().err
 
 
 def test_a_checkpoint_from_before_directions_translates_its_corpus_order(tokenizer, tmp_path):
