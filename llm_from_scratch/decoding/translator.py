@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -290,7 +291,7 @@ class Translator:
         run = self.decode.transliteration
         if run is None or self.name_dictionary is None:
             return None
-        return Translator.from_run(run, device=str(self.device))
+        return _transliteration_model(run, str(self.device))
 
     @property
     def name_usage_files(self) -> list[Path]:
@@ -355,3 +356,10 @@ class Translator:
             tokens=[token for h in hyps for token in h.tokens],
             hit_max_len=any(h.hit_max_len for h in hyps),
         )
+
+
+@cache
+def _transliteration_model(run: str, device: str) -> Translator:
+    """The translator of the transliteration run `run`, loaded once a process: a translator
+    `with_decoding` makes (a server's, for each beam asked) shares it."""
+    return Translator.from_run(run, device=device)
