@@ -4,6 +4,9 @@ wait for a device's queued work; and the CPU threads training uses."""
 from __future__ import annotations
 
 import os
+import statistics
+import time
+from pathlib import Path
 
 import torch
 
@@ -67,15 +70,39 @@ def set_threads(threads: int | None) -> int:
 
 
 def contention(threads: int) -> str | None:
-    """A warning when the load average says other processes already keep the cores busy, so
-    `threads` more would share cores with them (each slowing the other); None otherwise."""
+    """A warning when other processes keep the cores busy, so `threads` more would share cores
+    with them (each slowing the other); None otherwise. The load average says so first; where
+    the kernel tells how many threads are runnable now, they must say so too: the load average
+    lags, and still counts a job that ended a minute ago."""
     cores = usable_cores()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     if load < 1.0 or load + threads <= cores + 0.5:
         return None
+    others = running_elsewhere()
+    if others is not None and others + threads <= cores:
+        return None
+    now = "" if others is None else f" and {others} other thread(s) run now"
     advice = "set training.threads lower, or run" if threads > 1 else "run"
     return (
-        f"the load average is {load:.1f} on the {cores} cores this process may use: another "
-        f"process is busy on them, and training's {threads} thread(s) will share them (both run "
-        f"slower); {advice} one at a time"
+        f"the load average is {load:.1f}{now} on the {cores} cores this process may use: "
+        f"another process is busy on them, and training's {threads} thread(s) will share them "
+        f"(both run slower); {advice} one at a time"
     )
+
+
+RUNNABLE_SAMPLES = 9  # readings of the runnable count, `RUNNABLE_INTERVAL` seconds apart
+RUNNABLE_INTERVAL = 0.02
+
+
+def running_elsewhere(loadavg: Path = Path("/proc/loadavg")) -> int | None:
+    """Threads of other processes runnable now: the median of a few readings of the kernel's
+    count (the fourth field of `loadavg`, `runnable/all`, which counts the reader), so that a
+    passing kernel thread does not count; None where the file is not there (not Linux)."""
+    if not loadavg.is_file():
+        return None
+    counts = []
+    for reading in range(RUNNABLE_SAMPLES):
+        if reading:
+            time.sleep(RUNNABLE_INTERVAL)
+        counts.append(int(loadavg.read_text().split()[3].split("/")[0]) - 1)
+    return max(0, int(statistics.median(counts)))

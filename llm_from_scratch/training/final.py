@@ -56,7 +56,10 @@ def final_model(
             return None
         state = load_checkpoint(path, map_location=next(model.parameters()).device)
         weights, dev = state["model"], state["metrics"]
-        description = f"the best dev BLEU, step {state['progress']['step']}"
+        best_step = state["progress"]["step"]
+        description = f"the best dev BLEU, step {best_step}"
+        if best_step == 0 and "parent" in state:
+            description += ": the parent's weights, which no step of this run beat on dev"
     trained = {key: value.clone() for key, value in model.state_dict().items()}
     model.load_state_dict(weights)
     try:

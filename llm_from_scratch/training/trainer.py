@@ -194,6 +194,16 @@ class Trainer:
             progress.elapsed = start_elapsed + time_now - started
             return time_now
 
+        if validator is not None and self.lineage is not None and progress.step == 0:
+            # A fine-tuning scores its parent first: the dev score it has to beat (best.pt stays
+            # the parent's weights if no step does), and, for a time budget's re-plan, what a
+            # validation of a trained model costs, which a stand-in's rehearsal does not tell.
+            began = now()
+            with bar.validating(len(validator.bleu_subset)):
+                metrics = validator.run(0, log)
+            self._record_validation(metrics)
+            pacing.validated(now() - began)
+
         for step_group in fetched(self.batches()):
             stats = self.update(step_group)
             progress.step += 1

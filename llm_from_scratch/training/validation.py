@@ -120,21 +120,29 @@ class Validator:
         return metrics
 
     def test_share(self) -> float:
-        """Decoding the test split once, in validations: its reference tokens over those of the
-        dev sentences a validation decodes (an overestimate: a validation also runs the loss)."""
+        """Decoding the test split once, in decodings of a validation's dev sentences: its
+        reference tokens over theirs."""
         test_tokens = sum(self.data.splits["test"]["tgt_len"])
         return test_tokens / max(sum(self.bleu_subset["tgt_len"]), 1)
 
     @torch.no_grad()
-    def rehearse(self) -> None:
-        """A validation's work, to time it before training: the dev loss pass, and greedy
-        decoding of the BLEU sentences with outputs as long as their references on average (an
-        untrained model runs every output to the length limit, which a trained one rarely does)."""
+    def rehearse_scoring(self) -> None:
+        """A validation's work besides decoding, to time it before training: the dev loss pass
+        and the attention figures."""
         self.model.eval()
         for batch in self.data.eval_loader("dev", self.precision.device):
             batch = batch.to(self.precision.device)
             with self.precision.autocast():
                 self.model(batch.src, batch.src_mask, batch.tgt_in)
+        self._attention_images()
+        self.model.train()
+
+    @torch.no_grad()
+    def rehearse_decoding(self) -> None:
+        """A validation's greedy decoding of its BLEU sentences, to time it before training, with
+        outputs as long as their references on average (an untrained model runs every output to
+        the length limit, which a trained one rarely does)."""
+        self.model.eval()
         lengths = self.bleu_subset.select_columns(["src_len", "tgt_len"])
         ratio = sum(lengths["tgt_len"]) / max(sum(lengths["src_len"]), 1)
         like_references = replace(self.greedy, max_len_a=ratio, max_len_b=1)
@@ -146,7 +154,6 @@ class Validator:
                 self.data.tgt_tok,
                 like_references,
             )
-        self._attention_images()
         self.model.train()
 
     def translate(self, src_ids: list[list[int]], sources: list[str]) -> list[str]:

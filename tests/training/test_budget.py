@@ -19,6 +19,7 @@ from llm_from_scratch.training.budget.schedule import (
     SAFETY_MARGIN,
     Costs,
     Deadline,
+    Rehearsal,
     measure_costs,
     plan,
     replan,
@@ -256,7 +257,7 @@ def budgeted(config, run_dir: Path, **changes):
 def test_a_budgeted_run_is_the_step_budget_run_its_log_names(copy_task, tmp_path, caplog):
     config, data, _ = copy_task
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, dropout=0.1))
-    trainer = Run(budgeted(config, tmp_path / "budget", max_time="21"), data, clock=FakeClock())
+    trainer = Run(budgeted(config, tmp_path / "budget", max_time="30"), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
     schedule = trainer.schedule
@@ -557,7 +558,7 @@ class DriftingClock(StepClock):
         update, run, rehearse, score_test = (
             Learner.update,
             Validator.run,
-            Validator.rehearse,
+            Validator.rehearse_decoding,
             Validator.score_test,
         )
 
@@ -575,7 +576,7 @@ class DriftingClock(StepClock):
 
         monkeypatch.setattr(Learner, "update", drifting)
         monkeypatch.setattr(Validator, "run", timed(run, lambda _: validation))
-        monkeypatch.setattr(Validator, "rehearse", timed(rehearse, lambda _: validation))
+        monkeypatch.setattr(Validator, "rehearse_decoding", timed(rehearse, lambda _: validation))
         share = timed(score_test, lambda validator: validation * validator.test_share())
         monkeypatch.setattr(Validator, "score_test", share)
 
@@ -616,9 +617,23 @@ def test_the_final_test_decoding_is_part_of_the_plan():
 
 
 @pytest.mark.slow
-def test_the_probe_prices_the_test_decoding_in_validations(copy_task, tmp_path, monkeypatch):
-    costs = measure_costs(lambda: 1, lambda: None, lambda: None, 5, FakeClock(), test_share=2.5)[0]
-    assert costs.final_test == 2.5 * costs.validation > 0
+def test_the_probe_prices_the_test_decoding_from_a_validations_decoding_alone(
+    copy_task, tmp_path, monkeypatch
+):
+    """A validation is its scoring (the dev loss pass) and its decoding; the final test decoding
+    repeats only the decoding, on `test_share` times the tokens."""
+    clock = FakeClock()  # one second a reading; the rehearsal's parts take 2 and 5 more
+
+    def taking(seconds: float):
+        def rehearse() -> None:
+            clock.now += seconds
+
+        return rehearse
+
+    rehearsal = Rehearsal(scoring=taking(2.0), decoding=taking(5.0))
+    costs = measure_costs(lambda: 1, rehearsal, lambda: None, 5, clock, test_share=2.5)[0]
+    assert costs.validation == (2.0 + 1.0) + (5.0 + 1.0)
+    assert costs.final_test == 2.5 * (5.0 + 1.0)
 
     config, data, _ = copy_task
     shares = []

@@ -11,7 +11,7 @@ import pytest
 from llm_from_scratch.errors import ConfigError
 from llm_from_scratch.programs.train import budget_clock
 from llm_from_scratch.training.budget.planner import BudgetPlanner
-from llm_from_scratch.training.budget.recipe import choose_rung, ladder
+from llm_from_scratch.training.budget.recipe import choose_rung, ladder, why
 from llm_from_scratch.training.budget.schedule import SAFETY_MARGIN, run_seconds
 from llm_from_scratch.training.config import RungConfig, TrainingConfig
 from llm_from_scratch.training.distributed import Distributed
@@ -50,6 +50,13 @@ def test_a_model_the_command_chose_does_not_climb_and_training_rung_forces_one()
     assert choose_rung(TrainingConfig(), 900000, 810e6, EVERYDAY_EPOCH, True).name == "default"
     forced = TrainingConfig(rung="medium")
     assert choose_rung(forced, 4500, 27e6, EVERYDAY_EPOCH).name == "medium"
+
+
+def test_the_plan_line_says_why_a_run_stays_on_the_default_rung():
+    default = ladder(TrainingConfig())[1]
+    assert why(default, TrainingConfig()) == "medium needs 190M and at most 100 epochs"
+    chosen = why(default, TrainingConfig(), model_chosen=True)  # a fine-tuning's parent's model
+    assert "does not climb" in chosen and "medium" not in chosen
 
 
 def test_the_default_ladder_is_short_default_medium_base():

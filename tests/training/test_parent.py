@@ -172,6 +172,26 @@ def test_a_fine_tuned_run_trains_and_resumes_with_its_lineage(parent_run, copy_t
     for name in ("last.pt", "best.pt"):
         state = load_checkpoint(tmp_path / "child" / name)
         assert state["parent"] == lineage, name
-        assert state["progress"]["step"] == 2, name  # its own steps, counted from 0
+    assert load_checkpoint(tmp_path / "child" / "last.pt")["progress"]["step"] == 2  # from 0
     resumed = run_trainer(started, data)  # from its last.pt, which keeps the lineage
     assert resumed.lineage == lineage and resumed.progress.step == 2
+
+
+@pytest.mark.slow  # a run's validations and final scoring
+def test_a_fine_tuning_scores_its_parent_first_and_keeps_it_where_no_step_beats_it(
+    parent_run, copy_task, tmp_path, caplog
+):
+    """Step 0's validation is the parent's dev score: at a learning rate of 1e-12 no step changes
+    a greedy output, so none beats it and best.pt, the final model, holds the parent's weights."""
+    config, run_dir = parent_run
+    _, data, _ = copy_task
+    started, parent = with_parent(child(config, tmp_path / "child", run_dir / "best.pt", lr=1e-12))
+    run = Run(started, data, parent=parent)
+    with caplog.at_level("INFO"):
+        run.fit()
+    assert "step 0/2 | dev loss" in caplog.text and "step 2/2 | dev loss" in caplog.text
+    assert run.final.description.startswith("the best dev BLEU, step 0: the parent's weights")
+    best = load_checkpoint(tmp_path / "child" / "best.pt")
+    assert best["progress"]["step"] == 0 and best["progress"]["best_step"] == 0
+    for name, weight in best["model"].items():
+        assert torch.equal(weight, parent.weights[name]), name

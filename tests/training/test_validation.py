@@ -103,7 +103,7 @@ def test_the_bleu_sentences_are_spread_over_the_corpora(copy_task, tmp_path, mon
         return original(model, src_ids, *args, **kwargs)
 
     monkeypatch.setattr(validation_module, "decode_pieces", recording)
-    validator.rehearse()
+    validator.rehearse_decoding()
     validator.run(1, RunLogger(None))
     assert len(decoded) == 2 and decoded[0] == decoded[1] == [
         list(ids) for ids in dev.select(expected)["src_ids"]

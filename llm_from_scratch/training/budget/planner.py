@@ -113,7 +113,16 @@ class BudgetPlanner:
         report = [
             f"timed on a stand-in of the corpus: an update {costs.step:.2f} s, a validation "
             f"{costs.validation:.1f} s, a save {costs.save:.2f} s",
-            describe(rung, schedule, format_duration(budget), default_speed, compute, epochs, cfg),
+            describe(
+                rung,
+                schedule,
+                format_duration(budget),
+                default_speed,
+                compute,
+                epochs,
+                cfg,
+                self.chosen.model,
+            ),
         ]
         if rung != default:
             report.append(describe_recipe(chosen, rung))

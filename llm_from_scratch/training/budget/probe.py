@@ -3,12 +3,13 @@
 A fresh `Learner` of the plan (`learner.py`: the run's own update) takes `PROBE_WARMUP` and then
 `PROBE_STEPS` timed steps on the first batches of a stand-in of the corpus (stand_in.py):
 random ids in the corpus's lengths, for a vocabulary of the plan's size. A `Validator` of it
-rehearses a validation on the stand-in's dev split, and the learner's state is saved once as
-`last.pt` (and a snapshot) would be. The random states are put back as they were, so that the run
-trains as if the probe never happened. A compiled step is first compiled for each batch shape
-that the probe's updates take (`Learner.warm_up`), so that no compilation is timed as a step. A
-group that an epoch's end leaves short of `accumulation_steps` batches is skipped: the probe
-times whole steps.
+rehearses a validation on the stand-in's dev split (its scoring and its decoding, timed apart:
+the final test decoding is priced from the decoding alone), and the learner's state is saved
+once as `last.pt` (and a snapshot) would be. The random states are put back as they were, so
+that the run trains as if the probe never happened. A compiled step is first compiled for each
+batch shape that the probe's updates take (`Learner.warm_up`), so that no compilation is timed
+as a step. A group that an epoch's end leaves short of `accumulation_steps` batches is skipped:
+the probe times whole steps.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from llm_from_scratch.checkpoint import save_checkpoint
 from llm_from_scratch.data.datamodule import DataModule
 from llm_from_scratch.device import synchronize
 from llm_from_scratch.training.budget.schedule import (
+    NO_REHEARSAL,
     PROBE_STEPS,
     PROBE_WARMUP,
     Costs,
+    Rehearsal,
     measure_costs,
 )
 from llm_from_scratch.training.config import TrainConfig
@@ -88,10 +91,6 @@ def probe_costs(
                 save_checkpoint(probe_file, {"model": weights})
                 probe_file.unlink()
 
-        def rehearse() -> None:
-            if validator is not None:
-                validator.rehearse()
-
         def synchronized() -> float:  # the updates' queued device work done, not just queued
             synchronize(device)
             return clock()
@@ -100,9 +99,12 @@ def probe_costs(
             probed = (PROBE_WARMUP + PROBE_STEPS) * training.accumulation_steps
             loader = _loader(stand_in, plan, dist, device)
             learner.warm_up(shape_batches(loader, dist.enabled, first=probed))
-        test_share = validator.test_share() if validator is not None else 0.0
+        rehearsal, test_share = NO_REHEARSAL, 0.0
+        if validator is not None:
+            rehearsal = Rehearsal(validator.rehearse_scoring, validator.rehearse_decoding)
+            test_share = validator.test_share()
         costs = measure_costs(
-            run_step, rehearse, save, training.keep_snapshots, synchronized, test_share
+            run_step, rehearsal, save, training.keep_snapshots, synchronized, test_share
         )
     random.setstate(python_state)
     return costs

@@ -100,24 +100,27 @@ def describe(
     compute_tokens: float,
     epochs: float,
     cfg: TrainingConfig,
+    model_chosen: bool = False,
 ) -> str:
     """The log line of a budget's plan: the rung, why, its steps, and the step-budget command
     that trains the same weights."""
     return (
         f"{budget} at {tokens_per_second / 1000:.1f}k tokens/s: rung {rung.number} of {rung.of} "
         f"({rung.name}), {schedule.steps:,} steps ({compute_tokens / 1e6:,.1f}M tokens of the "
-        f"config's recipe, {epochs:,.1f} epochs of the corpus: {why(rung, cfg)}); the same run "
-        f"without a budget: {schedule.overrides(cfg)}"
+        f"config's recipe, {epochs:,.1f} epochs of the corpus: {why(rung, cfg, model_chosen)}); "
+        f"the same run without a budget: {schedule.overrides(cfg)}"
     )
 
 
-def why(rung: Rung, cfg: TrainingConfig) -> str:
+def why(rung: Rung, cfg: TrainingConfig, model_chosen: bool = False) -> str:
     """What put the run on `rung`, and what the next one needs."""
     if cfg.rung is not None:
         return "training.rung chose it"
     if rung.short:
         assert cfg.short_run is not None
         return f"fewer than {cfg.short_run.min_default_steps:,} steps of the config's fit"
+    if model_chosen:
+        return "the model the command or the parent chose, which does not climb"
     reached = (
         f"from {cfg.rung_named(rung.ladder_name).min_tokens:,.0f}M; " if rung.ladder_name else ""
     )

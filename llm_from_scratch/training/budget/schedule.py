@@ -38,6 +38,19 @@ SAFETY_MARGIN = 0.02
 
 
 @dataclass(frozen=True)
+class Rehearsal:
+    """A validation's two parts, each rehearsed once to time it: `scoring`, what a validation
+    does besides decoding (the dev loss pass); `decoding`, its greedy translation of the dev
+    sentences, which the final test decoding repeats on more sentences."""
+
+    scoring: Callable[[], None]
+    decoding: Callable[[], None]
+
+
+NO_REHEARSAL = Rehearsal(lambda: None, lambda: None)  # a rank that does not validate
+
+
+@dataclass(frozen=True)
 class Costs:
     """Seconds each part of a run takes, measured by the trainer's probe."""
 
@@ -173,26 +186,30 @@ PROBE_STEPS = 16
 
 def measure_costs(
     run_step: Callable[[], int],
-    rehearse_validation: Callable[[], None],
+    rehearsal: Rehearsal,
     save: Callable[[], None],
     keep_snapshots: int,
     clock: Callable[[], float],
     test_share: float = 0.0,
 ) -> tuple[Costs, float]:
     """Time `PROBE_STEPS` updates (`run_step` returns the tokens it trained on), a validation
-    and a save; return the costs and the training tokens per second. `test_share`: what the
-    final test decoding costs, in validations."""
+    (`rehearsal`'s two parts) and a save; return the costs and the training tokens per second.
+    `test_share`: what the final test decoding costs, in validation decodings."""
     for _ in range(PROBE_WARMUP):
         run_step()
     start = clock()
     tokens = sum(run_step() for _ in range(PROBE_STEPS))
     step = (clock() - start) / PROBE_STEPS
     start = clock()
-    rehearse_validation()
-    validation = clock() - start
+    rehearsal.scoring()
+    scoring = clock() - start
+    start = clock()
+    rehearsal.decoding()
+    decoding = clock() - start
     start = clock()
     save()
     save_seconds = clock() - start
+    validation = scoring + decoding
     # Averaging reads the kept snapshots (about as long as writing them) and validates once.
     averaging = validation + keep_snapshots * save_seconds if keep_snapshots >= 2 else 0.0
     costs = Costs(
@@ -200,7 +217,7 @@ def measure_costs(
         validation=validation,
         save=save_seconds,
         averaging=averaging,
-        final_test=validation * test_share,
+        final_test=decoding * test_share,
     )
     return costs, tokens / max(step * PROBE_STEPS, 1e-9)
 
