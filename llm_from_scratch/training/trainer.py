@@ -199,9 +199,7 @@ class Trainer:
             # the parent's weights if no step does), and, for a time budget's re-plan, what a
             # validation of a trained model costs, which a stand-in's rehearsal does not tell.
             began = now()
-            with bar.validating(len(validator.bleu_subset)):
-                metrics = validator.run(0, log)
-            self._record_validation(metrics)
+            metrics = self._validate(validator, log, bar)
             pacing.validated(now() - began)
 
         for step_group in fetched(self.batches()):
@@ -233,9 +231,7 @@ class Trainer:
             if validates:
                 fits = stop or pacing.validation_fits(step_end, self.schedule, step)
                 if validator is not None and fits:
-                    with bar.validating(len(validator.bleu_subset)):
-                        metrics = validator.run(step, log)
-                    self._record_validation(metrics)
+                    metrics = self._validate(validator, log, bar)
                     validated = now()
                     pacing.validated(validated - paused_from)
                     paused_from = validated
@@ -327,6 +323,13 @@ class Trainer:
                 len(batches),
                 time.perf_counter() - started,
             )
+
+    def _validate(self, validator: Validator, log: RunLogger, bar: TrainingBar) -> dict[str, float]:
+        """Validate the model at the step reached, and record the scores."""
+        with bar.validating(len(validator.bleu_subset)):
+            metrics = validator.run(self.progress.step, log)
+        self._record_validation(metrics)
+        return metrics
 
     def _record_validation(self, metrics: dict[str, float]) -> None:
         """Track the best dev BLEU, log the validation, and save `best.pt` when it improved."""
