@@ -17,9 +17,9 @@ from llm_from_scratch.training.plan import Schedule
 
 class Pacing:
     """A step budget's: the run's clock, and nothing asked of the loop. The loop calls `start`
-    as it starts, `needs_time` and `step_done` after each update, `replan_due` (and then
-    `replanned`) at the end of a step, `validation_fits` before a validation, and `validated`
-    and `saved` after each."""
+    as it starts, `needs_time` and `step_done` after each update, `replan_due` at the end of a
+    step (and `replanned` after that step's validation, before its save), `validation_fits`
+    before a validation, and `validated` and `saved` after each."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock  # what the run's elapsed time and a time budget read

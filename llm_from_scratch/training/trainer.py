@@ -194,10 +194,11 @@ class Trainer:
             progress.elapsed = start_elapsed + time_now - started
             return time_now
 
-        if validator is not None and self.lineage is not None and progress.step == 0:
-            # A fine-tuning scores its parent first: the dev score it has to beat (best.pt stays
-            # the parent's weights if no step does), and, for a time budget's re-plan, what a
-            # validation of a trained model costs, which a stand-in's rehearsal does not tell.
+        # A fine-tuning scores its parent first: the dev score it has to beat (best.pt stays the
+        # parent's weights if no step does), and, for a time budget's re-plan, what a validation
+        # of a trained model costs, which a stand-in's rehearsal does not tell.
+        scored_yet = self.lineage is not None and progress.step == 0  # on every rank alike
+        if validator is not None and scored_yet:
             began = now()
             metrics = self._validate(validator, log, bar)
             pacing.validated(now() - began)
@@ -211,17 +212,19 @@ class Trainer:
             # Every rank has taken the same steps of the same epochs (each epoch gives every
             # rank as many batches): no rank needs to ask the others.
             stop = out_of_steps(progress, self.schedule.steps, training)
-            validates = step % self.schedule.eval_every == 0 or stop
+            replans = pacing.replan_due(step, self.schedule)  # a time budget's, after warm-up
+            # The re-plan prices the validations, the averaging and the test decoding left from
+            # one of the run's own validations: an early model's outputs run longer than the
+            # stand-in's rehearsal assumes, so a warm-up that ends before the first validation
+            # ends with one.
+            validates = step % self.schedule.eval_every == 0 or stop or (replans and not scored_yet)
+            scored_yet = scored_yet or validates
             saves = step % self.schedule.save_every == 0 or stop
             logs = step % training.log_every == 0 or step == 1
             # Only these steps read the clock: a read waits for the device.
             timed = logs or validates or saves or pacing.needs_time(step, self.schedule)
             step_end = now() if timed else None
             pacing.step_done(step, step_end, stats.real_tokens)
-            if pacing.replan_due(step, self.schedule):  # a time budget's, at the warm-up's end
-                assert step_end is not None
-                self._follow(pacing.replanned(self.schedule, step, step_end))
-                bar.set_total(self.schedule.steps)
             if logs:
                 self._log_step(window, bar, log, step)
                 window = LogWindow()
@@ -229,7 +232,9 @@ class Trainer:
                 self._guard(window)  # what a checkpoint saves includes every step
             paused_from = step_end  # what validating and saving took is no update's
             if validates:
-                fits = stop or pacing.validation_fits(step_end, self.schedule, step)
+                # The last validation gives way too where the averaged model's comes after it.
+                required = stop and not self._averaged_after()
+                fits = required or pacing.validation_fits(step_end, self.schedule, step)
                 if validator is not None and fits:
                     metrics = self._validate(validator, log, bar)
                     validated = now()
@@ -237,6 +242,9 @@ class Trainer:
                     paused_from = validated
                     window = LogWindow()  # tokens/s measures training, not validation
                 stop = self._early_stop(stop)
+            if replans and not stop:
+                self._follow(pacing.replanned(self.schedule, step, now()))
+                bar.set_total(self.schedule.steps)
             progress.finished = stop
             wrote_last = False
             if saves:
@@ -256,6 +264,12 @@ class Trainer:
                 self._stop_on_signal(request.signum, saved=wrote_last)
             profiler.step()
         return metrics
+
+    def _averaged_after(self) -> bool:
+        """Whether the final model will be the average of snapshots, validated after training
+        (`final.py`): this step's snapshot and one before it at least."""
+        keep = self.config.training.keep_snapshots
+        return keep >= 2 and self.dist.is_main and len(self.run_dir.snapshot_paths()) >= 1
 
     def _log_step(self, window: LogWindow, bar: TrainingBar, log: RunLogger, step: int) -> None:
         """Read the window's steps on the host (the one wait for the device between log steps),

@@ -27,7 +27,7 @@ from llm_from_scratch.training.budget.schedule import (
     slower_clock,
 )
 from llm_from_scratch.training.budget.stand_in import stand_in_data
-from llm_from_scratch.training.budget.timing import WINDOW_STEPS, RunTiming
+from llm_from_scratch.training.budget.timing import WINDOW_STEPS, RunTiming, TimeBudget
 from llm_from_scratch.training.config import ShortRunConfig, TrainingConfig, parse_duration
 from llm_from_scratch.training.finished import finished_run
 from llm_from_scratch.training.learner import Learner
@@ -546,15 +546,27 @@ def test_a_validation_fits_only_where_the_rest_of_the_run_still_does():
     assert deadline.fits_validation(latest, schedule, 2000, costs.step)
     assert not deadline.fits_validation(latest + 1.0, schedule, 2000, costs.step)
     assert not deadline.fits_validation(latest - 1.0, schedule, 2000, costs.step * 1.05)
+    # the last step's: its save, the averaging and the test decoding follow, no validation
+    last = 1800.0 - 20.0 - (0.5 + 22.5 + 40.0)
+    assert deadline.fits_validation(last, schedule, 4200, costs.step)
+    assert not deadline.fits_validation(last + 1.0, schedule, 4200, costs.step)
 
 
 class DriftingClock(StepClock):
     """`StepClock` whose updates take `drift` times as long from `from_step` on, where each
-    validation (and the probe's rehearsal of one) takes `validation` seconds and the final test
-    decoding as many validations as the probe prices it."""
+    validation takes `validation` seconds, the probe's rehearsal of one `rehearsal` seconds
+    (default: as long), and the final test decoding as many validations as the probe prices it."""
 
-    def __init__(self, monkeypatch, from_step: int, drift: float, validation: float) -> None:
+    def __init__(
+        self,
+        monkeypatch,
+        from_step: int,
+        drift: float,
+        validation: float,
+        rehearsal: float | None = None,
+    ) -> None:
         super().__init__(monkeypatch)
+        rehearsed = validation if rehearsal is None else rehearsal
         update, run, rehearse, score_test = (
             Learner.update,
             Validator.run,
@@ -576,7 +588,7 @@ class DriftingClock(StepClock):
 
         monkeypatch.setattr(Learner, "update", drifting)
         monkeypatch.setattr(Validator, "run", timed(run, lambda _: validation))
-        monkeypatch.setattr(Validator, "rehearse_decoding", timed(rehearse, lambda _: validation))
+        monkeypatch.setattr(Validator, "rehearse_decoding", timed(rehearse, lambda _: rehearsed))
         share = timed(score_test, lambda validator: validation * validator.test_share())
         monkeypatch.setattr(Validator, "score_test", share)
 
@@ -607,6 +619,55 @@ def test_validations_give_way_to_the_budget_when_steps_slow_down_after_the_repla
     plain = Trainer(plain_cfg, data)
     plain.fit()
     assert_same_weights(trainer, plain)  # skipped validations leave the weights as they were
+
+
+@pytest.mark.slow
+def test_a_warmup_that_ends_before_the_first_validation_ends_with_one_that_prices_the_rest(
+    copy_task, tmp_path, monkeypatch, caplog
+):
+    """The run's validations take four times the probe's rehearsal (an early model's outputs
+    run long): the re-plan prices the last validation, the averaging and the test decoding from
+    one at the warm-up's end, where none had come yet, and the run ends inside its budget."""
+    config, data, _ = copy_task
+    settings = {"max_time": "120", "warmup_steps": 12, "eval_every": 1000, "save_every": 10}
+    settings["dev_bleu_sentences"] = 8
+    clock = DriftingClock(monkeypatch, from_step=1, drift=1.0, validation=4.0, rehearsal=1.0)
+    trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=clock)
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    warmup = trainer.schedule.warmup_steps
+    first = first_steps(caplog.text)
+    assert f"step {warmup}/{first} | dev loss" in caplog.text  # the plan before the re-plan's
+    assert f"planned again at step {warmup} " in caplog.text
+    assert "validations (4.0 s, the probe's 1.0 s)" in caplog.text
+    assert caplog.text.count("| dev loss") == 2 + 1  # the warm-up's, the last step's, averaged
+    assert trainer.schedule.steps < first and clock.now <= 120, clock.now
+
+    plain_cfg = step_budget_config(config, tmp_path / "plain", caplog.text, **settings)
+    plain = Trainer(plain_cfg, data)
+    plain.fit()
+    assert_same_weights(trainer, plain)  # the warm-up's validation leaves the weights as they are
+
+
+@pytest.mark.parametrize("keep_snapshots", [5, 0])
+@pytest.mark.slow
+def test_the_last_validation_gives_way_only_where_the_averaged_models_follows(
+    copy_task, tmp_path, monkeypatch, caplog, keep_snapshots
+):
+    """Steps three times slower after the re-plan: the last step's validation is skipped where
+    averaged.pt is validated after it, and kept where best.pt, which it may pick, is the final
+    model."""
+    config, data, _ = copy_task
+    settings = {"max_time": "120", "warmup_steps": 12, "eval_every": 1000, "save_every": 10}
+    settings |= {"dev_bleu_sentences": 8, "keep_snapshots": keep_snapshots}
+    clock = DriftingClock(monkeypatch, from_step=13, drift=3.0, validation=2.0)
+    trainer = Run(budgeted(config, tmp_path, **settings), data, clock=clock)
+    with caplog.at_level("INFO"):
+        trainer.fit()
+    steps = trainer.schedule.steps
+    skipped = f"step {steps}: validation skipped to keep the time budget" in caplog.text
+    assert skipped == (keep_snapshots > 0)
+    assert (f"step {steps}/{steps} | dev loss" in caplog.text) == (keep_snapshots == 0)
 
 
 def test_the_final_test_decoding_is_part_of_the_plan():
@@ -754,6 +815,29 @@ def test_the_replans_step_time_leaves_out_windows_another_process_slowed():
     assert timing.typical_step(now) == pytest.approx(0.4)
     mean = (now - timing.start - timing.paused) / timing.steps
     assert mean == pytest.approx(0.56)  # what a mean would have planned the run at
+
+
+def test_the_replan_prices_validations_and_saves_at_their_median():
+    """One validation and one save that another process held up (a minute's pause) do not
+    price the rest of the run's."""
+    probe = Costs(step=1.0, validation=4.0, save=0.5, averaging=6.5, final_test=8.0)
+    seen: list[Costs] = []
+
+    def replan(schedule: Schedule, done: int, costs: Costs, speed: float) -> Schedule:
+        seen.append(costs)
+        return schedule
+
+    budget = TimeBudget(FakeClock(), replan, Deadline(1800.0, probe), False, keep_snapshots=5)
+    schedule = Schedule.of(DEFAULT, 100)
+    for step in range(schedule.warmup_steps + 1):
+        budget.step_done(step, float(step), tokens=10)
+    for seconds in (5.0, 65.0, 6.0):
+        budget.validated(seconds)
+    for seconds in (0.3, 60.3, 0.4):
+        budget.saved(seconds)
+    budget.replanned(schedule, schedule.warmup_steps, 500.0)
+    assert (seen[0].validation, seen[0].save) == (6.0, 0.4)
+    assert seen[0].final_test == 6.0 * 8.0 / 4.0  # the test decoding scales with them
 
 
 def test_a_warmup_of_few_windows_is_timed_by_its_mean():

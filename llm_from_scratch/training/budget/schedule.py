@@ -11,7 +11,8 @@ keeps its interval. A run of `training.short_run` takes its warm-up and snapshot
 its steps, whether the budget or `training.max_steps` made it short.
 At the warm-up's last step the trainer plans once more, from the run's own step, validation and
 save times (`replan`): a probe of a few steps misjudges a run of thousands when the host's load
-drifts, and a stand-in's validation and save are not the run's. Until the
+drifts, and a stand-in's validation and save are not the run's (a warm-up that ends before the
+first validation ends with one: an early model's outputs run long). Until the
 warm-up ends the learning rate does not depend on the step count, so the run keeps the weights of
 the step-budget run that the new plan names. The plan is stored in every checkpoint, so a resumed
 run keeps it (one stopped before the re-plan keeps its first plan), and a budgeted run trains the
@@ -146,15 +147,15 @@ class Deadline:
 
     def fits_validation(self, now: float, schedule: Schedule, done: int, step: float) -> bool:
         """Whether a validation now, after `done` steps of `schedule`, still leaves time for its
-        other steps at `step` seconds each, their saves, the last validation, the averaging and
-        the test decoding."""
+        other steps at `step` seconds each, their saves, the last validation (unless this is
+        it), the averaging and the test decoding."""
         costs = self.costs
         steps_left = schedule.steps - done
         saves_left = schedule.saves() - done // schedule.save_every
         rest = (
             steps_left * step
             + saves_left * costs.save
-            + costs.validation
+            + (costs.validation if steps_left > 0 else 0.0)
             + costs.averaging
             + costs.final_test
         )

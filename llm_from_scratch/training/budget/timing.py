@@ -134,10 +134,10 @@ class TimeBudget(Pacing):
     def replanned(self, schedule: Schedule, step: int, now: float) -> Schedule:
         """The re-plan after `step` steps of `schedule`: the step count only; the warm-up, whose
         learning rates the steps taken had in either plan, stays. Its costs are the run's own:
-        its updates since the first few (`RunTiming.typical_step`), and its validations and
-        saves where it had any (a stand-in's are not the run's); the deadline prices what is
-        left with them. A warm-up too short to time after the first, slower, updates keeps the
-        probe's plan."""
+        its updates since the first few (`RunTiming.typical_step`), and the median of its
+        validations (the loop validates at the warm-up's end where none came before) and of its
+        saves (a stand-in's are not the run's); the deadline prices what is left with them. A
+        warm-up too short to time after the first, slower, updates keeps the probe's plan."""
         assert self.replan is not None
         replan, self.replan = self.replan, None  # once: a second start keeps the plan
         timing = self.timing
@@ -146,8 +146,8 @@ class TimeBudget(Pacing):
         step_seconds = timing.typical_step(now)
         costs = self.deadline.costs.measured(
             step_seconds,
-            _mean(self.validations),
-            _mean(self.saves),
+            _typical(self.validations),
+            _typical(self.saves),
             self.keep_snapshots,
         )
         self.deadline = replace(self.deadline, costs=costs)
@@ -179,5 +179,7 @@ class TimeBudget(Pacing):
         self.timing.pause(seconds)
 
 
-def _mean(seconds: list[float]) -> float | None:
-    return sum(seconds) / len(seconds) if seconds else None
+def _typical(seconds: list[float]) -> float | None:
+    """The median: one validation or save that another process held up does not price them
+    all, as one window does not price the updates."""
+    return statistics.median(seconds) if seconds else None
