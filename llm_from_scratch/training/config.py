@@ -26,6 +26,12 @@ RESUME_FROM = ("last", "snapshot")
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
 
 
+def averages(keep_snapshots: int, snapshots: int) -> bool:
+    """Whether a run that keeps `keep_snapshots` and has written `snapshots` hands over their
+    average (`averaged.pt`, validated after training) rather than `best.pt`."""
+    return keep_snapshots >= 2 and snapshots >= 2
+
+
 def parse_duration(text: str, key: str = "training.max_time") -> float:
     """Seconds in `1800`, `90s`, `30m`, `1h` or `1h30m`."""
     match = _DURATION.fullmatch(str(text).strip().lower())

@@ -9,6 +9,7 @@ from llm_from_scratch.checkpoint import load_checkpoint
 from llm_from_scratch.model.transformer import Seq2SeqTransformer
 from llm_from_scratch.paths import RunDir
 from llm_from_scratch.training.averaging import average_checkpoints, record_dev_scores
+from llm_from_scratch.training.config import averages
 from llm_from_scratch.training.report import FinalModel, hparams, scores_text
 from llm_from_scratch.training.stats import RunLogger
 from llm_from_scratch.training.trainer import Trainer
@@ -44,7 +45,7 @@ def final_model(
     gets its weights for the scoring and keeps its own afterwards. None: no model to hand over."""
     kept = run_dir.snapshot_paths()[-keep_snapshots:] if keep_snapshots else []
     averaged = None
-    if keep_snapshots >= 2 and len(kept) >= 2:
+    if averages(keep_snapshots, len(kept)):
         path = run_dir.averaged
         logger.info("averaging the last %d snapshots into %s", len(kept), path.name)
         averaged = average_checkpoints(kept, path)

@@ -29,7 +29,7 @@ from llm_from_scratch.checkpoint import (
     save_checkpoint,
 )
 from llm_from_scratch.data.datamodule import DataModule
-from llm_from_scratch.training.config import TrainConfig, parse_duration
+from llm_from_scratch.training.config import TrainConfig, averages, parse_duration
 from llm_from_scratch.training.distributed import Distributed, training_precision
 from llm_from_scratch.training.learner import build_learner, shape_batches
 from llm_from_scratch.training.pacing import Pacing
@@ -266,10 +266,10 @@ class Trainer:
         return metrics
 
     def _averaged_after(self) -> bool:
-        """Whether the final model will be the average of snapshots, validated after training
-        (`final.py`): this step's snapshot and one before it at least."""
-        keep = self.config.training.keep_snapshots
-        return keep >= 2 and self.dist.is_main and len(self.run_dir.snapshot_paths()) >= 1
+        """Whether the final model is the average of the snapshots, this step's (still to be
+        written) included, which `final.py` validates after training."""
+        snapshots = len(self.run_dir.snapshot_paths()) + 1
+        return averages(self.config.training.keep_snapshots, snapshots)
 
     def _log_step(self, window: LogWindow, bar: TrainingBar, log: RunLogger, step: int) -> None:
         """Read the window's steps on the host (the one wait for the device between log steps),
