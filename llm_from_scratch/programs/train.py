@@ -324,7 +324,7 @@ def _main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         try:
             config = to_schema(cfg, TrainConfig)
-            chosen = Choices(model_chosen(), tokenizers_chosen(), steps_chosen())
+            chosen = command_choices(command_keys())
             train(config, cfg, chosen, started_at=time.perf_counter() - process_age())
         except Stopped as stopped:
             if int(os.environ.get("RANK", "0")) == 0:  # one line for a torchrun job
@@ -345,15 +345,16 @@ def command_keys() -> list[str]:
     return [override.lstrip("+~").split("=")[0] for override in command_overrides()]
 
 
-def model_chosen() -> bool:
-    """Whether the command line chose the model group (`model=tiny`), not a default or an
-    experiment."""
-    return "model" in command_keys()
+def command_choices(keys: list[str]) -> Choices:
+    """What the command line's keys (`command_keys`) chose, not a default or an experiment: the
+    model (`model=tiny`, `model.dropout=0.2`), which a rung of the ladder does not replace; the
+    tokenizers (`tokenizer=bpe_8k`, `tokenizer.vocab_size=6000`); and `training.max_steps`, a
+    time budget's cap."""
 
+    def chose(group: str) -> bool:
+        return any(key == group or key.startswith(f"{group}.") for key in keys)
 
-def steps_chosen() -> bool:
-    """Whether the command line set `training.max_steps`: a time budget's cap."""
-    return "training.max_steps" in command_keys()
+    return Choices(chose("model"), chose("tokenizer"), "training.max_steps" in keys)
 
 
 def process_age() -> float:
@@ -365,9 +366,3 @@ def process_age() -> float:
     except (OSError, ValueError, IndexError):
         return 0.0
     return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-
-
-def tokenizers_chosen() -> bool:
-    """Whether the command line chose the tokenizers (`tokenizer=bpe_4k`,
-    `tokenizer.vocab_size=6000`), not a default or an experiment."""
-    return any(key == "tokenizer" or key.startswith("tokenizer.") for key in command_keys())

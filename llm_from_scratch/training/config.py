@@ -107,6 +107,9 @@ class RungConfig:
     # Epochs (those tokens over the corpus's) above which the corpus is too small to feed this
     # rung at its dropout: the run stays on the rung below. null: no limit.
     max_epochs: float | None = None
+    # Epochs from which the rung below, seeing the corpus this often, overfits it: a rung that
+    # regularises rather than grows. null: none needed.
+    min_epochs: float | None = None
     d_model: int | None = None
     n_heads: int | None = None
     n_encoder_layers: int | None = None
@@ -121,6 +124,9 @@ class RungConfig:
         key = f"training.ladder.{self.name}."
         check_range(f"{key}min_tokens", self.min_tokens, 0)
         check_range(f"{key}max_epochs", self.max_epochs, 0, low_open=True)
+        check_range(f"{key}min_epochs", self.min_epochs, 0)
+        if self.min_epochs is not None and self.max_epochs is not None:
+            check_range(f"{key}min_epochs", self.min_epochs, high=self.max_epochs)
         for name in (
             "d_model",
             "n_heads",
@@ -136,10 +142,13 @@ class RungConfig:
 
 
 def default_ladder() -> list[RungConfig]:
-    """`make train`'s rungs above model=small: where a budget's compute passes the point at which
-    the rung below is compute-optimal, a larger model. The rungs are measured only up to the
-    default: the short recipe's crossover into model=small is this project's (docs/results.md);
-    the rest come from the literature until a GPU or CPU measures them. Hoffmann et al. 2022 put
+    """`make train`'s rungs above model=small's own recipe. First the same model with dropout,
+    from the epochs at which model=small without it overfits the everyday corpus (measured:
+    docs/results.md, The everyday default; between the budget whose dev loss had levelled off
+    and the one whose dev loss and test BLEU had turned). Then, where a budget's compute passes
+    the point at which the rung below is compute-optimal, a larger model. The short recipe's
+    crossover into model=small and the dropout rung are this project's measurements; the larger
+    rungs come from the literature until a GPU or CPU measures them. Hoffmann et al. 2022 put
     a model's compute-optimal training at about 20 tokens per parameter, and the optimal size
     grows with compute; Ghorbani et al. 2021 and Gordon, Duh and Kaplan 2021 find the same
     power-law growth for encoder-decoder NMT, and that a small corpus, seen for many epochs, stops
@@ -148,6 +157,12 @@ def default_ladder() -> list[RungConfig]:
     from 450M. model=small learned less in 2 hours of KFTT when made wider or deeper
     (docs/results.md, KFTT), short of 190M tokens, which agrees."""
     return [
+        RungConfig(
+            name="default_dropout",
+            min_tokens=0.0,
+            min_epochs=8.0,
+            dropout=0.1,
+        ),
         RungConfig(
             name="medium",
             min_tokens=190.0,

@@ -9,13 +9,14 @@ import time
 import pytest
 
 from llm_from_scratch.errors import ConfigError
-from llm_from_scratch.programs.train import budget_clock
+from llm_from_scratch.programs.common import compose_config
+from llm_from_scratch.programs.train import budget_clock, command_choices
 from llm_from_scratch.training.budget.planner import BudgetPlanner
 from llm_from_scratch.training.budget.recipe import choose_rung, ladder, why
 from llm_from_scratch.training.budget.schedule import SAFETY_MARGIN, run_seconds
-from llm_from_scratch.training.config import RungConfig, TrainingConfig
+from llm_from_scratch.training.config import RungConfig, TrainConfig, TrainingConfig
 from llm_from_scratch.training.distributed import Distributed
-from llm_from_scratch.training.plan import Choices, Schedule
+from llm_from_scratch.training.plan import Choices, Schedule, recipe_plan
 
 from .test_budget import budgeted
 from .test_trainer import Run, fp32
@@ -33,11 +34,13 @@ TINY_LADDER = [
     [
         (3000, 10e6, EVERYDAY_EPOCH, "short"),  # fewer of the default's steps than the crossover
         (4500, 27e6, EVERYDAY_EPOCH, "default"),  # 30 min of a Zen 5
-        (18000, 108e6, EVERYDAY_EPOCH, "default"),  # its 2 hours
+        (7000, 28e6, EVERYDAY_EPOCH, "default"),  # an hour of a Zen 4: 7 epochs
+        (18000, 108e6, EVERYDAY_EPOCH, "default_dropout"),  # 2 hours of a Zen 5: 27 epochs
+        (18000, 108e6, 20e6, "default"),  # the same compute on a corpus five times larger
         (50000, 200e6, EVERYDAY_EPOCH, "medium"),
         (900000, 810e6, EVERYDAY_EPOCH, "base"),  # a GPU's 30 minutes
-        (900000, 810e6, 0.5e6, "default"),  # a corpus too small to feed either larger rung
-        (60000, 300e6, 2e6, "default"),  # medium's compute, but more epochs than it takes
+        (900000, 810e6, 0.5e6, "default_dropout"),  # too small to feed either larger rung
+        (60000, 300e6, 2e6, "default_dropout"),  # medium's compute, but more epochs than it takes
     ],
 )
 def test_the_rung_is_the_highest_the_compute_and_the_corpus_afford(
@@ -52,21 +55,55 @@ def test_a_model_the_command_chose_does_not_climb_and_training_rung_forces_one()
     assert choose_rung(forced, 4500, 27e6, EVERYDAY_EPOCH).name == "medium"
 
 
-def test_the_plan_line_says_why_a_run_stays_on_the_default_rung():
-    default = ladder(TrainingConfig())[1]
-    assert why(default, TrainingConfig()) == "medium needs 190M and at most 100 epochs"
+def test_the_plan_line_says_why_a_run_is_on_its_rung_and_what_the_next_needs():
+    default, dropout, medium = ladder(TrainingConfig())[1:4]
+    assert why(default, TrainingConfig()) == "default_dropout needs 8 epochs"
+    assert why(dropout, TrainingConfig()) == (
+        "from 8 epochs; medium needs 190M and at most 100 epochs"
+    )
+    assert why(medium, TrainingConfig()).startswith("from 190M and at most 100 epochs; base")
     chosen = why(default, TrainingConfig(), model_chosen=True)  # a fine-tuning's parent's model
     assert "does not climb" in chosen and "medium" not in chosen
 
 
-def test_the_default_ladder_is_short_default_medium_base():
+def test_the_default_ladder_is_short_default_default_dropout_medium_base():
     rungs = ladder(TrainingConfig())
     assert [(rung.number, rung.of, rung.name) for rung in rungs] == [
-        (1, 4, "short"),
-        (2, 4, "default"),
-        (3, 4, "medium"),
-        (4, 4, "base"),
+        (1, 5, "short"),
+        (2, 5, "default"),
+        (3, 5, "default_dropout"),
+        (4, 5, "medium"),
+        (5, 5, "base"),
     ]
+
+
+def test_the_dropout_rung_trains_the_default_model_with_dropout_and_nothing_else():
+    config = compose_config("train", [], TrainConfig)
+    own = recipe_plan(config)
+    dropout = recipe_plan(config, Schedule.of(config.training, 10000, rung="default_dropout"))
+    assert own.model.dropout == 0.0 and dropout.model.dropout == 0.1
+    assert dataclasses.replace(dropout.model, dropout=0.0) == own.model
+    assert dropout.lr == own.lr and dropout.batch_tokens == own.batch_tokens
+    assert dropout.tokenizer == own.tokenizer
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        ([], Choices()),
+        (["model"], Choices(model=True)),
+        (["model.dropout", "training.max_time"], Choices(model=True)),  # kept on every rung
+        (["model_dir", "tokenizer.vocab_size"], Choices(tokenizers=True)),
+        (["training.max_steps", "training.max_steps_cap"], Choices(max_steps=True)),
+    ],
+)
+def test_what_the_command_line_chose_is_read_from_its_keys(keys, expected):
+    assert command_choices(keys) == expected
+
+
+def test_a_rung_whose_epochs_cannot_be_met_is_refused():
+    with pytest.raises(ConfigError, match=r"min_epochs=200.0 must be at most 100"):
+        RungConfig(name="odd", min_tokens=0.0, min_epochs=200.0, max_epochs=100.0)
 
 
 def test_a_rung_unknown_or_named_twice_is_refused():

@@ -7,10 +7,11 @@ measured on this machine. The rule, from the bottom:
 
 - the short recipe where fewer than `training.short_run.min_default_steps` of the config's
   recipe's steps fit (the crossover docs/results.md measured);
-- else the highest rung of the ladder whose `min_tokens` the compute reaches, and whose
-  `max_epochs` it does not pass: epochs are the compute over the corpus's tokens (its train
-  split's pieces, estimated from its raw lines as the stand-in is), so a corpus too small to feed
-  a larger model at its dropout keeps the run on the rung below;
+- else the highest rung of the ladder whose `min_tokens` the compute reaches, and whose epochs
+  lie between its `min_epochs` and `max_epochs`: epochs are the compute over the corpus's tokens
+  (its train split's pieces, estimated from its raw lines as the stand-in is), so a corpus seen
+  often enough to be overfitted takes a rung with dropout, and one too small to feed a larger
+  model at its dropout keeps the run on the rung below;
 - a model the command chose (`model=...`) does not climb: it trains the config's recipe;
   `training.rung` forces a rung.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_from_scratch.training.config import TrainingConfig
+from llm_from_scratch.training.config import RungConfig, TrainingConfig
 from llm_from_scratch.training.plan import Plan, Schedule
 
 
@@ -87,7 +88,8 @@ def choose_rung(
     epochs = compute_tokens / max(epoch_tokens, 1.0)
     for settings, rung in zip(cfg.ladder, rungs[default.number :], strict=True):
         fed = settings.max_epochs is None or epochs <= settings.max_epochs
-        if compute_tokens >= settings.min_tokens * 1e6 and fed:
+        seen_enough = settings.min_epochs is None or epochs >= settings.min_epochs
+        if compute_tokens >= settings.min_tokens * 1e6 and fed and seen_enough:
             chosen = rung
     return chosen
 
@@ -121,15 +123,21 @@ def why(rung: Rung, cfg: TrainingConfig, model_chosen: bool = False) -> str:
         return f"fewer than {cfg.short_run.min_default_steps:,} steps of the config's fit"
     if model_chosen:
         return "the model the command or the parent chose, which does not climb"
-    reached = (
-        f"from {cfg.rung_named(rung.ladder_name).min_tokens:,.0f}M; " if rung.ladder_name else ""
-    )
+    reached = f"from {requirement(cfg.rung_named(rung.ladder_name))}; " if rung.ladder_name else ""
     following = rung.number - (1 if cfg.short_run is None else 2)  # the next rung's in cfg.ladder
     if following >= len(cfg.ladder):
         return f"{reached}the top rung"
-    above = cfg.ladder[following]
-    limit = "" if above.max_epochs is None else f" and at most {above.max_epochs:,.0f} epochs"
-    return f"{reached}{above.name} needs {above.min_tokens:,.0f}M{limit}"
+    return f"{reached}{cfg.ladder[following].name} needs {requirement(cfg.ladder[following])}"
+
+
+def requirement(rung: RungConfig) -> str:
+    """What the compute must reach for `rung`: "190M and at most 100 epochs", "8 epochs"."""
+    needs = [f"{rung.min_tokens:,.0f}M"] if rung.min_tokens else []
+    if rung.min_epochs is not None:
+        needs.append(f"{rung.min_epochs:,.0f} epochs")
+    if rung.max_epochs is not None:
+        needs.append(f"at most {rung.max_epochs:,.0f} epochs")
+    return " and ".join(needs) or "nothing more"
 
 
 def describe_recipe(plan: Plan, rung: Rung) -> str:
