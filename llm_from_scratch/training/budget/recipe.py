@@ -12,8 +12,8 @@ measured on this machine. The rule, from the bottom:
   (its train split's pieces, estimated from its raw lines as the stand-in is), so a corpus seen
   often enough to be overfitted takes a rung with dropout, and one too small to feed a larger
   model at its dropout keeps the run on the rung below;
-- a model the command chose (`model=...`) does not climb: it trains the config's recipe;
-  `training.rung` forces a rung.
+- a model the command chose (`model=...`, `model.dropout=...`) does not climb: it trains the
+  config's recipe; `training.rung` forces a rung.
 
 The rung chosen is then timed on its own model and planned to fill the budget.
 """
