@@ -33,10 +33,9 @@ MIN_TIMED_STEPS = 4
 @dataclass(frozen=True)
 class Choices:
     """What the command line chose, which a plan keeps: the model (`model=tiny`,
-    `model.dropout=0.2`), the
-    tokenizers (`tokenizer=bpe_8k`), and `training.max_steps`, a time budget's cap (unchosen, it
-    is only a step budget's length). A parent (`training.init_from`) chooses model and
-    tokenizers."""
+    `model.dropout=0.2`), the tokenizers (`tokenizer=bpe_8k`), and `training.max_steps`, a time
+    budget's cap (unchosen, it is only a step budget's length). A parent (`training.init_from`)
+    chooses model and tokenizers."""
 
     model: bool = False
     tokenizers: bool = False
