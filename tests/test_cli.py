@@ -48,12 +48,29 @@ def test_make_help_lists_every_target_with_a_description_in_plain_text_when_pipe
 def test_make_help_is_coloured_at_a_terminal():
     controller, terminal = os.openpty()
     try:
-        subprocess.run(["make", "help"], cwd=REPO_ROOT, stdout=terminal, timeout=30, check=True)
-        listing = os.read(controller, 65536).decode()
+        try:
+            subprocess.run(["make", "help"], cwd=REPO_ROOT, stdout=terminal, timeout=30, check=True)
+        finally:
+            os.close(terminal)
+        listing = read_until_hung_up(controller)
     finally:
-        os.close(terminal)
         os.close(controller)
     assert "\x1b[36mhelp" in listing
+
+
+def read_until_hung_up(controller: int) -> str:
+    """Everything written to a pty: one read may return a single line (say, a sub-make's
+    "Entering directory"), and the controller reports EIO once its last writer has closed."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
 
 
 def test_make_tensorboard_passes_its_args_and_a_logdir_among_them_replaces_the_default():
