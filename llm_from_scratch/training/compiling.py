@@ -19,9 +19,7 @@ import logging
 from pathlib import Path
 
 import torch
-import torch._dynamo
 from torch import nn
-from torch._dynamo.utils import counters
 
 from llm_from_scratch.atomic import atomic_writer
 
@@ -46,6 +44,8 @@ def compiled(module: nn.Module, shapes: int) -> nn.Module:
 def allow_compilations(count: int) -> None:
     """Let Dynamo compile a function `count` times beyond the graphs this process has compiled
     so far (never fewer than its default)."""
+    import torch._dynamo  # slow to import: only a run that compiles pays for it
+
     config, wanted = torch._dynamo.config, compiled_graphs() + count
     for names in (RECOMPILE_LIMITS, ACCUMULATED_LIMITS):
         name = limit_name(config, names)
@@ -54,6 +54,8 @@ def allow_compilations(count: int) -> None:
 
 def compiled_graphs() -> int:
     """The graphs Dynamo has compiled in this process."""
+    from torch._dynamo.utils import counters
+
     return counters["stats"]["unique_graphs"]
 
 
