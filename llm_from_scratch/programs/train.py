@@ -323,8 +323,8 @@ def check_config_before_hydra(arguments: list[str]) -> None:
 def _main(cfg: DictConfig) -> None:
     with exit_on_user_error():
         try:
-            config = to_schema(cfg, TrainConfig)
             chosen = command_choices(command_keys())
+            config = with_recipe_steps(to_schema(cfg, TrainConfig), command_overrides())
             train(config, cfg, chosen, started_at=time.perf_counter() - process_age())
         except Stopped as stopped:
             if int(os.environ.get("RANK", "0")) == 0:  # one line for a torchrun job
@@ -355,6 +355,20 @@ def command_choices(keys: list[str]) -> Choices:
         return any(key == group or key.startswith(f"{group}.") for key in keys)
 
     return Choices(chose("model"), chose("tokenizer"), "training.max_steps" in keys)
+
+
+def with_recipe_steps(config: TrainConfig, overrides: Sequence[str]) -> TrainConfig:
+    """`config`, where the command's `training.max_steps` (in `overrides`) caps a time budget,
+    with `training.recipe_steps` the config's own `max_steps` (composed without that override),
+    the length its warm-up and snapshots are set for, so that a cap scales them as the budget's
+    steps do. Inside Hydra's app, whose config search path the composition uses."""
+    training = config.training
+    capping = [o for o in overrides if o.lstrip("+~").split("=")[0] == "training.max_steps"]
+    if not capping or training.budget_seconds is None or training.recipe_steps is not None:
+        return config
+    uncapped = [o for o in overrides if o not in capping]
+    own = hydra.compose(config_name="train", overrides=uncapped).training.max_steps
+    return replace(config, training=replace(training, recipe_steps=own))
 
 
 def process_age() -> float:

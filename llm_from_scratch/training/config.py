@@ -210,6 +210,11 @@ class TrainingConfig:
     compile_cache: str | None = None
     threads: int | None = None  # CPU threads; null: $OMP_NUM_THREADS, else the usable cores
     max_steps: int = 4200
+    # The length `warmup_steps` and `save_every` are set for, which a time budget's steps scale
+    # them from; null: `max_steps`. `make train` sets it to the config's own `max_steps` where the
+    # command's `training.max_steps` caps a time budget, so a cap shrinks the recipe as a budget
+    # does instead of warming up for the whole run.
+    recipe_steps: int | None = None
     max_epochs: int | None = None
     # A wall-clock budget (`1800`, `30m`, `1h`), setup included, that the run's schedule is
     # planned to fit (training/budget/); null trains exactly `max_steps` on any machine.
@@ -276,6 +281,7 @@ class TrainingConfig:
         at_least_one = (
             "max_steps", "accumulation_steps", "eval_every", "save_every", "log_every",
             "max_nonfinite", "max_epochs", "patience", "dev_bleu_sentences", "threads",
+            "recipe_steps",
         )  # fmt: skip
         for key in at_least_one:
             check_range(f"training.{key}", getattr(self, key), 1)

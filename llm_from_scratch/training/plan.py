@@ -87,9 +87,10 @@ class Schedule:
             assert recipe is not None, "a short schedule needs training.short_run"
             save_every = max(1, round(steps * recipe.save_every))
             return cls(steps, round(steps * recipe.warmup), cfg.eval_every, save_every, short=True)
-        if steps == cfg.max_steps:
+        length = cfg.recipe_steps or cfg.max_steps  # what the warm-up and snapshots are set for
+        if steps == length:
             return cls(steps, cfg.warmup_steps, cfg.eval_every, cfg.save_every)
-        scale = steps / cfg.max_steps
+        scale = steps / length
 
         def scaled(interval: int) -> int:
             return max(1, round(interval * scale))

@@ -205,6 +205,24 @@ def test_a_budget_that_holds_every_step_of_a_cap_the_command_set_changes_nothing
     assert Schedule.of(DEFAULT) == Schedule(4200, 600, 500, 250)
 
 
+def test_a_cap_below_the_recipe_scales_its_warmup_as_a_budget_does():
+    """A command's `training.max_steps` below the recipe's length (`recipe_steps`, which the
+    program reads from the config without the cap) shrinks the warm-up and the snapshot interval
+    in proportion, so the re-plan at the warm-up's end comes early, not at the last step."""
+    general = TrainingConfig(
+        max_steps=30000, warmup_steps=3000, save_every=1500, eval_every=2000, short_run=None
+    )
+    capped = dataclasses.replace(general, max_steps=3000, recipe_steps=30000)
+    fast = Costs(step=0.3, validation=8.0, save=0.2, averaging=9.0)
+    schedule = plan(capped, 7200.0, fast, cap=3000)
+    assert schedule == plan(general, 7200.0, fast, cap=3000) == Schedule(3000, 300, 2000, 150)
+    assert "training.warmup_steps=300 training.save_every=150" in schedule.overrides(capped)
+    # without the recipe's length the cap was taken for it: a warm-up as long as the run
+    assert plan(dataclasses.replace(general, max_steps=3000), 7200.0, fast, cap=3000) == Schedule(
+        3000, 3000, 2000, 1500
+    )
+
+
 def test_a_shorter_schedule_scales_warmup_and_snapshots_and_still_reaches_zero():
     schedule = Schedule.of(DEFAULT, 1050)
     assert (schedule.warmup_steps, schedule.save_every, schedule.eval_every) == (150, 62, 500)

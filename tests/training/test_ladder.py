@@ -7,10 +7,12 @@ import dataclasses
 import time
 
 import pytest
+from hydra import initialize_config_dir
 
 from llm_from_scratch.errors import ConfigError
+from llm_from_scratch.paths import config_dir
 from llm_from_scratch.programs.common import compose_config
-from llm_from_scratch.programs.train import budget_clock, command_choices
+from llm_from_scratch.programs.train import budget_clock, command_choices, with_recipe_steps
 from llm_from_scratch.training.budget.planner import BudgetPlanner
 from llm_from_scratch.training.budget.recipe import choose_rung, ladder, why
 from llm_from_scratch.training.budget.schedule import SAFETY_MARGIN, run_seconds
@@ -99,6 +101,25 @@ def test_the_dropout_rung_trains_the_default_model_with_dropout_and_nothing_else
 )
 def test_what_the_command_line_chose_is_read_from_its_keys(keys, expected):
     assert command_choices(keys) == expected
+
+
+@pytest.mark.parametrize(
+    ("overrides", "recipe_steps"),
+    [
+        (["experiment=general", "training.max_time=2h", "training.max_steps=3000"], 30000),
+        (["experiment=general", "training.max_time=null", "training.max_steps=3000"], None),
+        (["experiment=general", "training.max_time=2h"], None),  # the config's own length
+    ],
+)
+def test_a_cap_the_command_sets_keeps_the_recipes_length(overrides, recipe_steps):
+    """Under a time budget the command's `training.max_steps` is a cap, and the run learns the
+    length the config's warm-up is set for from the config without it; a step budget's
+    `max_steps` is its length."""
+    config = compose_config("train", overrides, TrainConfig)
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        planned = with_recipe_steps(config, overrides)
+    assert planned.training.recipe_steps == recipe_steps
+    assert planned.training.max_steps == config.training.max_steps
 
 
 def test_a_rung_whose_epochs_cannot_be_met_is_refused():
