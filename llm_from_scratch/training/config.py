@@ -20,7 +20,7 @@ from llm_from_scratch.tokenizer.config import TokenizerConfig
 if TYPE_CHECKING:
     import torch
 
-SCHEDULES = ("inverse_sqrt", "cosine")
+SCHEDULES = ("inverse_sqrt", "cosine", "wsd")
 COMPILE_CHOICES = ("auto", "true", "false")
 RESUME_FROM = ("last", "snapshot")
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
@@ -227,7 +227,12 @@ class TrainingConfig:
     budget_speedup: float = 1.0
     lr: float = 2e-3
     weight_decay: float = 0.01
+    # cosine: decays to zero at the last step. wsd (warm-up, stable, decay; Hägele et al. 2024):
+    # the peak until the last `decay_share` of the steps, then down to zero as 1 - sqrt, so a time
+    # budget may plan its step count again until the decay (budget/timing.py), not only at the
+    # warm-up's end. inverse_sqrt: the paper's.
     schedule: str = "cosine"
+    decay_share: float = 0.2  # wsd's decay, as a share of the steps (their 20% cooldown)
     warmup_steps: int = 600
     label_smoothing: float = 0.1
     accumulation_steps: int = 1
@@ -290,6 +295,7 @@ class TrainingConfig:
         for key in ("lr", "clip_norm"):
             check_range(f"training.{key}", getattr(self, key), 0, low_open=True)
         check_range("training.label_smoothing", self.label_smoothing, 0, 1, high_open=True)
+        check_range("training.decay_share", self.decay_share, 0, 1, low_open=True)
         if self.max_time is not None:
             parse_duration(self.max_time)
         if self.last_every is not None:

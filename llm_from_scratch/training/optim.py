@@ -56,7 +56,8 @@ def lr_multiplier(step: int, kind: str, schedule: Schedule) -> float:
     then the decay.
 
     inverse_sqrt is the paper's schedule with its peak at the end of warm-up set to the peak;
-    cosine decays to zero at the schedule's last step.
+    cosine decays to zero at the schedule's last step; wsd keeps the peak until its last
+    `decay_steps`, then decays to zero at the last step as 1 - sqrt (Hägele et al. 2024).
     """
     step += 1
     warmup = max(schedule.warmup_steps, 1)
@@ -64,6 +65,9 @@ def lr_multiplier(step: int, kind: str, schedule: Schedule) -> float:
         return step / warmup
     if kind == "inverse_sqrt":
         return math.sqrt(warmup / step)
+    if kind == "wsd":
+        decaying = step - (schedule.steps - schedule.decay_steps)
+        return 1.0 - math.sqrt(min(max(decaying, 0) / max(schedule.decay_steps, 1), 1.0))
     progress = min((step - warmup) / max(schedule.steps - warmup, 1), 1.0)
     return 0.5 * (1.0 + math.cos(math.pi * progress))
 

@@ -55,6 +55,7 @@ class Schedule:
     save_every: int
     short: bool = False  # trains `training.short_run`'s recipe
     rung: str | None = None  # trains `training.ladder`'s rung of that name
+    decay_steps: int = 0  # `training.schedule=wsd`: the last steps, whose rate decays to zero
 
     @classmethod
     def of(
@@ -75,6 +76,9 @@ class Schedule:
             rung = cfg.rung
         schedule = cls._of(cfg, steps, False if rung is not None else short)
         schedule = replace(schedule, rung=rung)
+        if cfg.schedule == "wsd":
+            decay = min(max(1, round(schedule.steps * cfg.decay_share)), schedule.steps)
+            schedule = replace(schedule, decay_steps=decay)
         return schedule if warmup is None else replace(schedule, warmup_steps=warmup)
 
     @classmethod
@@ -122,6 +126,17 @@ class Schedule:
         if Schedule.of(cfg, self.steps, short=None, rung=None).short and cfg.rung is None:
             overrides += " training.short_run=null"  # that many steps would take the short recipe
         return overrides
+
+    def settled_from(self, keep_snapshots: int) -> int:
+        """The last step whose weights the step count does not decide: up to it the learning
+        rate is the same for any count (the warm-up; wsd's peak too, until its decay) and no
+        snapshot the final average takes (the last `keep_snapshots`) is written. A re-plan after
+        this many steps of both its old and its new schedule trains the weights of the
+        step-budget run of the new count."""
+        if not self.decay_steps:
+            return self.warmup_steps
+        averaged = self.steps - keep_snapshots * self.save_every
+        return max(self.warmup_steps, min(self.steps - self.decay_steps, averaged))
 
     def validations(self) -> int:
         """Dev evaluations in the run: every `eval_every` steps and at the last step."""

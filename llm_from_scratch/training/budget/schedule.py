@@ -114,7 +114,10 @@ def replan(
     cap: int | None = None,
 ) -> Schedule:
     """The longest schedule of `current`'s rung and warm-up whose steps after the `done` ones
-    fit `seconds_left` at `costs` (one more step at least), and at most `cap` steps."""
+    fit `seconds_left` at `costs` (one more step at least), and at most `cap` steps; and no
+    shorter than the steps taken keep it the step-budget run of its count (`settled_from`: a
+    wsd run whose host slowed down keeps the count whose decay has not begun, and its deadline
+    skips validations instead)."""
     available = seconds_left * (1 - SAFETY_MARGIN)
 
     def of(steps: int) -> Schedule:
@@ -131,7 +134,11 @@ def replan(
         return run_seconds(schedule, costs) - spent
 
     most = max(_most_steps(available, costs, cap, done), done + 1)
-    return of(_longest(done + 1, most, lambda steps: remaining_seconds(of(steps)) <= available))
+    longest = _longest(done + 1, most, lambda steps: remaining_seconds(of(steps)) <= available)
+    keep = cfg.keep_snapshots
+    unsettled = _longest(done, current.steps, lambda steps: of(steps).settled_from(keep) < done)
+    least = unsettled + 1 if of(unsettled).settled_from(keep) < done else unsettled
+    return of(max(longest, min(least, current.steps)))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,10 @@
 `pacing.Pacing` of a budgeted run, times the run's own steps, validations and saves
 (`RunTiming`), plans the rest of the run again at the warm-up's end from them (the loop asks
 `replan_due` and follows `replanned`), and skips a validation that would push the run past the
-deadline."""
+deadline. A schedule whose rate stays at its peak after the warm-up (`training.schedule=wsd`)
+is planned again at each validation too, until its decay or its averaged snapshots begin
+(`Schedule.settled_from`), from the updates since the last plan: a host that speeds up or slows
+down over hours is followed, and the run is still the step-budget run its log names last."""
 
 from __future__ import annotations
 
@@ -48,6 +51,8 @@ class RunTiming:
     windows: list[float] = field(default_factory=list)  # seconds an update, each WINDOW_STEPS
     _mark: tuple[int, float, float] | None = None  # steps, time and pauses at `recent_step`
     _window_mark: tuple[float, float] = (0.0, 0.0)  # time and pauses at the last window's end
+    # windows, steps, time and pauses at the last re-plan
+    _replan_mark: tuple[int, int, float, float] | None = None
 
     def needs_time(self, step: int) -> bool:
         """Whether `add` needs the time at the end of `step`: where the timing starts, and where
@@ -71,12 +76,20 @@ class RunTiming:
                 self._window_mark = (now, self.paused)
 
     def typical_step(self, now: float) -> float:
-        """Seconds an update takes, pauses left out: the median of the windows, or with fewer
-        than `MIN_WINDOWS` of them the mean since the timing started (`now` its end)."""
+        """Seconds an update takes, pauses left out, since the last `mark` (else since the
+        timing started): the median of the windows, or with fewer than `MIN_WINDOWS` of them
+        the mean (`now` its end); too few updates since the mark for either: since the start."""
         assert self.start is not None and self.steps
-        if len(self.windows) >= MIN_WINDOWS:
-            return statistics.median(self.windows)
-        return (now - self.start - self.paused) / self.steps
+        windows, steps, since, paused = self._replan_mark or (0, 0, self.start, 0.0)
+        if self.steps - steps < MIN_TIMED_STEPS:
+            windows, steps, since, paused = 0, 0, self.start, 0.0
+        if len(self.windows) - windows >= MIN_WINDOWS:
+            return statistics.median(self.windows[windows:])
+        return (now - since - (self.paused - paused)) / (self.steps - steps)
+
+    def mark(self, now: float) -> None:
+        """A re-plan at `now`: the next one times the updates after it."""
+        self._replan_mark = (len(self.windows), self.steps, now, self.paused)
 
     def pause(self, seconds: float) -> None:
         if self.start is not None:
@@ -97,10 +110,10 @@ class RunTiming:
 class TimeBudget(Pacing):
     """A time budget's, from the run's own updates after the step it starts from (the first
     `PROBE_WARMUP` of them left out, as the probe leaves its first out), validations and saves.
-    `replan`: the planner's re-plan at the warm-up's end, made once; `deadline`: the budget's
-    end and the probe's costs; `early_stopping`: validations steer the run
-    (`training.patience`), so none is skipped; `keep_snapshots`: the snapshots averaged, which
-    price the averaging."""
+    `replan`: the planner's re-plan at the warm-up's end (and, for wsd, at the validations
+    before the schedule settles); `deadline`: the budget's end and the probe's costs;
+    `early_stopping`: validations steer the run (`training.patience`), so none is skipped;
+    `keep_snapshots`: the snapshots averaged, which price the averaging."""
 
     def __init__(
         self,
@@ -111,7 +124,8 @@ class TimeBudget(Pacing):
         keep_snapshots: int,
     ) -> None:
         super().__init__(clock)
-        self.replan: Replan | None = replan
+        self.replan: Replan | None = replan  # None: the plan is final
+        self.replans = 0  # made so far
         self.deadline = deadline
         self.early_stopping = early_stopping
         self.keep_snapshots = keep_snapshots
@@ -129,21 +143,33 @@ class TimeBudget(Pacing):
         self.timing.add(step, now, tokens)
 
     def replan_due(self, step: int, schedule: Schedule) -> bool:
-        return self.replan is not None and step == schedule.warmup_steps
+        if self.replan is None:
+            return False
+        if not self.replans:
+            return step == schedule.warmup_steps
+        settled = schedule.settled_from(self.keep_snapshots)
+        return step % schedule.eval_every == 0 and step <= settled
 
     def replanned(self, schedule: Schedule, step: int, now: float) -> Schedule:
         """The re-plan after `step` steps of `schedule`: the step count only; the warm-up, whose
         learning rates the steps taken had in either plan, stays. Its costs are the run's own:
-        its updates since the first few (`RunTiming.typical_step`), and the median of its
-        validations (the loop validates at the warm-up's end where none came before) and of its
-        saves (a stand-in's are not the run's); the deadline prices what is left with them. A
-        warm-up too short to time after the first, slower, updates keeps the probe's plan."""
-        assert self.replan is not None
-        replan, self.replan = self.replan, None  # once: a second start keeps the plan
+        its updates since the first few, or since the last re-plan
+        (`RunTiming.typical_step`), and the median of its validations (the loop validates at
+        the warm-up's end where none came before) and of its saves (a stand-in's are not the
+        run's); the deadline prices what is left with them. A warm-up too short to time after
+        the first, slower, updates keeps the probe's plan. Any schedule but wsd is final after
+        this first re-plan; wsd's is made again at its validations until it settles
+        (`replan_due`)."""
+        replan = self.replan
+        assert replan is not None
+        self.replans += 1
+        if not schedule.decay_steps:  # once: the rate depends on the count after the warm-up
+            self.replan = None
         timing = self.timing
         if timing.start is None or timing.steps < MIN_TIMED_STEPS:
             return schedule
         step_seconds = timing.typical_step(now)
+        timing.mark(now)
         costs = self.deadline.costs.measured(
             step_seconds,
             _typical(self.validations),
@@ -158,7 +184,7 @@ class TimeBudget(Pacing):
         since the last one; after the re-plan (which fits the steps to the time before it) and
         without early stopping, a validation that does not is skipped."""
         step_seconds = self.timing.recent_step(now)  # at every validation: it times from the last
-        if self.replan is not None or self.early_stopping or step_seconds is None:
+        if not self.replans or self.early_stopping or step_seconds is None:
             return True
         if self.deadline.fits_validation(now, schedule, step, step_seconds):
             return True
