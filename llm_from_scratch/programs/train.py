@@ -361,10 +361,15 @@ def with_recipe_steps(config: TrainConfig, overrides: Sequence[str]) -> TrainCon
     """`config`, where the command's `training.max_steps` (in `overrides`) caps a time budget,
     with `training.recipe_steps` the config's own `max_steps` (composed without that override),
     the length its warm-up and snapshots are set for, so that a cap scales them as the budget's
-    steps do. Inside Hydra's app, whose config search path the composition uses."""
+    steps do. A command that sets the warm-up or the snapshot interval too sets them for its own
+    `max_steps`. Inside Hydra's app, whose config search path the composition uses."""
     training = config.training
-    capping = [o for o in overrides if o.lstrip("+~").split("=")[0] == "training.max_steps"]
-    if not capping or training.budget_seconds is None or training.recipe_steps is not None:
+    keys = [override.lstrip("+~").split("=")[0] for override in overrides]
+    capping = [o for o, key in zip(overrides, keys, strict=True) if key == "training.max_steps"]
+    scaled_settings = {"training.warmup_steps", "training.save_every"}
+    if not capping or scaled_settings & set(keys):
+        return config
+    if training.budget_seconds is None or training.recipe_steps is not None:
         return config
     uncapped = [o for o in overrides if o not in capping]
     own = hydra.compose(config_name="train", overrides=uncapped).training.max_steps

@@ -109,6 +109,8 @@ def test_what_the_command_line_chose_is_read_from_its_keys(keys, expected):
         (["experiment=general", "training.max_time=2h", "training.max_steps=3000"], 30000),
         (["experiment=general", "training.max_time=null", "training.max_steps=3000"], None),
         (["experiment=general", "training.max_time=2h"], None),  # the config's own length
+        # a warm-up the command sets is set for the command's length
+        (["experiment=general", "training.max_steps=3000", "training.warmup_steps=300"], None),
     ],
 )
 def test_a_cap_the_command_sets_keeps_the_recipes_length(overrides, recipe_steps):
