@@ -73,11 +73,17 @@ def check_raw_data_writable(data: DataConfig, paths: PathsConfig) -> None:
             check_writable(directory, f"the files of {corpus.name}", "set paths.raw_dir=DIR")
 
 
+def override_key(override: str) -> str:
+    """The key a Hydra override sets (`model`, `training.max_steps`), without its `+`/`~`."""
+    return override.lstrip("+~").partition("=")[0]
+
+
 def compose_config(config_name: str, overrides: Sequence[str], schema: type[Schema]) -> Schema:
     """Compose `configs/<config_name>.yaml` with Hydra `overrides` and validate it as `schema`.
     An option of a config group (`data=NAME`) must name a file inside the group's folder."""
     for override in overrides:
-        key, equals, value = override.lstrip("+~").partition("=")
+        _, equals, value = override.partition("=")
+        key = override_key(override)
         if equals and (config_dir() / key).is_dir():
             check_inside(config_dir() / key, value, f"{key}={value}", "a config file")
     try:

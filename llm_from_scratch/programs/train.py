@@ -31,7 +31,7 @@ from llm_from_scratch.display import shown
 from llm_from_scratch.model.config import ModelConfig
 from llm_from_scratch.paths import RunDir, check_directory, config_dir, project_root
 from llm_from_scratch.programs.command import exit_on_user_error
-from llm_from_scratch.programs.common import compose_config, register_schema
+from llm_from_scratch.programs.common import compose_config, override_key, register_schema
 from llm_from_scratch.schema import to_schema
 from llm_from_scratch.tokenizer.config import TokenizerConfig
 from llm_from_scratch.training.budget.planner import BudgetPlanner
@@ -154,7 +154,7 @@ def with_parent(
     if spec is None:
         return config, None
     parent = read_parent(spec, config.paths.runs_dir)
-    chosen = {override.lstrip("+~").split("=")[0] for override in overrides}
+    chosen = {override_key(override) for override in overrides}
     for group, defaults in (("model", ModelConfig()), ("tokenizer", TokenizerConfig())):
         settings = getattr(config, group)
         chosen.update(
@@ -342,7 +342,7 @@ def command_overrides() -> list[str]:
 
 def command_keys() -> list[str]:
     """The keys the command line set (`model`, `tokenizer.vocab_size`)."""
-    return [override.lstrip("+~").split("=")[0] for override in command_overrides()]
+    return [override_key(override) for override in command_overrides()]
 
 
 def command_choices(keys: list[str]) -> Choices:
@@ -364,7 +364,7 @@ def with_recipe_steps(config: TrainConfig, overrides: Sequence[str]) -> TrainCon
     steps do. A command that sets the warm-up or the snapshot interval too sets them for its own
     `max_steps`. Inside Hydra's app, whose config search path the composition uses."""
     training = config.training
-    keys = [override.lstrip("+~").split("=")[0] for override in overrides]
+    keys = [override_key(override) for override in overrides]
     capping = [o for o, key in zip(overrides, keys, strict=True) if key == "training.max_steps"]
     scaled_settings = {"training.warmup_steps", "training.save_every"}
     if not capping or scaled_settings & set(keys):

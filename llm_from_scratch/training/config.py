@@ -230,7 +230,8 @@ class TrainingConfig:
     # cosine: decays to zero at the last step. wsd (warm-up, stable, decay; Hägele et al. 2024):
     # the peak until the last `decay_share` of the steps, then down to zero as 1 - sqrt, so a time
     # budget may plan its step count again until the decay (budget/timing.py), not only at the
-    # warm-up's end. inverse_sqrt: the paper's.
+    # warm-up's end; `save_every` shrinks so that the averaged snapshots fall inside the decay.
+    # inverse_sqrt: the paper's.
     schedule: str = "cosine"
     decay_share: float = 0.2  # wsd's decay, as a share of the steps (their 20% cooldown)
     warmup_steps: int = 600

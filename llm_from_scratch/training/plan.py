@@ -79,6 +79,11 @@ class Schedule:
         if cfg.schedule == "wsd":
             decay = min(max(1, round(schedule.steps * cfg.decay_share)), schedule.steps)
             schedule = replace(schedule, decay_steps=decay)
+            if cfg.keep_snapshots >= 2:
+                # The averaged snapshots inside the decay: one from the peak averages weights of
+                # a rate that has not come down, and scores below the decay's own on dev.
+                spacing = max(1, decay // cfg.keep_snapshots)
+                schedule = replace(schedule, save_every=min(schedule.save_every, spacing))
         return schedule if warmup is None else replace(schedule, warmup_steps=warmup)
 
     @classmethod

@@ -9,8 +9,8 @@ import itertools
 
 import pytest
 
-from llm_from_scratch.training.budget.schedule import Costs, replan
-from llm_from_scratch.training.budget.timing import RunTiming
+from llm_from_scratch.training.budget.schedule import Costs, Deadline, replan
+from llm_from_scratch.training.budget.timing import RunTiming, TimeBudget
 from llm_from_scratch.training.config import TrainingConfig
 from llm_from_scratch.training.learner import Learner
 from llm_from_scratch.training.optim import lr_multiplier
@@ -18,6 +18,7 @@ from llm_from_scratch.training.plan import Choices, Schedule
 from llm_from_scratch.training.trainer import Trainer
 
 from .test_budget import (
+    FakeClock,
     StepClock,
     assert_same_weights,
     budgeted,
@@ -42,11 +43,25 @@ def test_wsd_holds_the_peak_until_its_decay_and_ends_at_zero():
     assert rates[-1] == 0.0
 
 
+def test_the_averaged_snapshots_are_taken_inside_the_decay():
+    for steps in (1000, 777, 120):
+        schedule = Schedule.of(WSD, steps, warmup=10)
+        # a snapshot every save_every steps and at the last (Schedule.saves)
+        snapshots = sorted({*range(schedule.save_every, steps, schedule.save_every), steps})
+        assert len(snapshots) == schedule.saves()
+        averaged = snapshots[-WSD.keep_snapshots :]
+        assert len(averaged) == WSD.keep_snapshots
+        assert min(averaged) > steps - schedule.decay_steps
+    # a decay with room for them keeps the recipe's interval
+    roomy = dataclasses.replace(WSD, decay_share=0.5)
+    assert Schedule.of(roomy).save_every == roomy.save_every
+    assert Schedule.of(WSD).save_every == 200 // 5  # 0.2 of 1,000 steps, 5 snapshots
+
+
 def test_two_step_counts_share_their_rates_until_the_shorter_settles():
     shorter, longer = Schedule.of(WSD, 800, warmup=100), Schedule.of(WSD, 1200, warmup=100)
     settled = shorter.settled_from(WSD.keep_snapshots)
-    # the decay (160 steps) or the averaged snapshots (5 of 40), whichever begins first
-    assert settled == min(800 - 160, 800 - 5 * shorter.save_every) == 600
+    assert settled == 800 - 160  # the decay's start: the averaged snapshots lie inside it
     assert all(
         lr_multiplier(step, "wsd", shorter) == lr_multiplier(step, "wsd", longer)
         for step in range(settled)
@@ -59,13 +74,33 @@ def test_two_step_counts_share_their_rates_until_the_shorter_settles():
 
 
 def test_a_slower_host_cannot_shorten_a_run_past_the_steps_it_settled():
-    current = Schedule.of(WSD)  # settles at step 750: the averaged snapshots begin
+    current = Schedule.of(WSD)  # settles at step 800: the decay begins
     slow = Costs(step=10.0, validation=1.0, save=0.1, averaging=1.0)
     again = replan(WSD, current, 700, 600.0, slow)  # 60 more steps fit; 700 are done
     assert again.steps < current.steps
     assert again.settled_from(WSD.keep_snapshots) >= 700
     shorter = Schedule.of(WSD, again.steps - 1, warmup=current.warmup_steps)
     assert shorter.settled_from(WSD.keep_snapshots) < 700  # the least count that keeps them
+
+
+def test_a_validation_before_a_replan_is_kept_where_the_deadline_has_passed():
+    """wsd's re-plan right after the validation fits the steps to the time left; cosine's count
+    is final, so its validation gives way, and so does wsd's once it settles."""
+    costs = Costs(step=1.0, validation=5.0, save=0.1, averaging=1.0)
+
+    def fits(config: TrainingConfig, step: int) -> bool:
+        schedule = Schedule.of(config)
+        budget = TimeBudget(FakeClock(), lambda plan, *_: plan, Deadline(0.0, costs), False, 5)
+        budget.start(0)
+        for done in range(1, step + 1):  # a second an update, all past the deadline
+            budget.step_done(done, float(done), tokens=10)
+            if budget.replan_due(done, schedule) and done < step:
+                budget.replanned(schedule, done, float(done))
+        return budget.validation_fits(float(step), schedule, step)
+
+    cosine = dataclasses.replace(WSD, schedule="cosine")
+    assert fits(WSD, 200) and not fits(cosine, 200)
+    assert not fits(WSD, 900)  # past the decay's start (800)
 
 
 def test_a_later_replan_times_the_updates_since_the_last():

@@ -124,7 +124,7 @@ class TimeBudget(Pacing):
         keep_snapshots: int,
     ) -> None:
         super().__init__(clock)
-        self.replan: Replan | None = replan  # None: the plan is final
+        self.replan = replan
         self.replans = 0  # made so far
         self.deadline = deadline
         self.early_stopping = early_stopping
@@ -143,10 +143,10 @@ class TimeBudget(Pacing):
         self.timing.add(step, now, tokens)
 
     def replan_due(self, step: int, schedule: Schedule) -> bool:
-        if self.replan is None:
-            return False
         if not self.replans:
             return step == schedule.warmup_steps
+        if not schedule.decay_steps:  # final: the rate depends on the count after the warm-up
+            return False
         settled = schedule.settled_from(self.keep_snapshots)
         return step % schedule.eval_every == 0 and step <= settled
 
@@ -160,11 +160,7 @@ class TimeBudget(Pacing):
         the first, slower, updates keeps the probe's plan. Any schedule but wsd is final after
         this first re-plan; wsd's is made again at its validations until it settles
         (`replan_due`)."""
-        replan = self.replan
-        assert replan is not None
         self.replans += 1
-        if not schedule.decay_steps:  # once: the rate depends on the count after the warm-up
-            self.replan = None
         timing = self.timing
         if timing.start is None or timing.steps < MIN_TIMED_STEPS:
             return schedule
@@ -177,14 +173,19 @@ class TimeBudget(Pacing):
             self.keep_snapshots,
         )
         self.deadline = replace(self.deadline, costs=costs)
-        return replan(schedule, step, costs, timing.tokens / max(step_seconds * timing.steps, 1e-9))
+        return self.replan(
+            schedule, step, costs, timing.tokens / max(step_seconds * timing.steps, 1e-9)
+        )
 
     def validation_fits(self, now: float, schedule: Schedule, step: int) -> bool:
         """Whether the validation due now leaves the rest of the run its time, at the step time
         since the last one; after the re-plan (which fits the steps to the time before it) and
-        without early stopping, a validation that does not is skipped."""
+        without early stopping, a validation that does not is skipped, unless the plan is made
+        again right after it (wsd's, before it settles): that re-plan fits the steps instead."""
         step_seconds = self.timing.recent_step(now)  # at every validation: it times from the last
         if not self.replans or self.early_stopping or step_seconds is None:
+            return True
+        if self.replan_due(step, schedule):
             return True
         if self.deadline.fits_validation(now, schedule, step, step_seconds):
             return True
