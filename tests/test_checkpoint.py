@@ -160,6 +160,7 @@ def run_config() -> TrainConfig:
             warmup_steps=1000,
             save_every=500,
             keep_snapshots=5,
+            schedule="cosine",  # the run's own, not today's default
         ),
         decoding=DecodingConfig(
             beam_size=3, length_penalty=0.6, max_len_a=1.0, max_len_b=5, no_repeat_ngram_size=0

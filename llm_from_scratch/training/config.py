@@ -227,12 +227,14 @@ class TrainingConfig:
     budget_speedup: float = 1.0
     lr: float = 2e-3
     weight_decay: float = 0.01
-    # cosine: decays to zero at the last step. wsd (warm-up, stable, decay; Hägele et al. 2024):
-    # the peak until the last `decay_share` of the steps, then down to zero as 1 - sqrt, so a time
-    # budget may plan its step count again until the decay (budget/timing.py), not only at the
-    # warm-up's end; `save_every` shrinks so that the averaged snapshots fall inside the decay.
+    # wsd (warm-up, stable, decay; Hägele et al. 2024): the peak until the last `decay_share` of
+    # the steps, then down to zero as 1 - sqrt, so a time budget may plan its step count again
+    # until the decay (budget/timing.py), not only at the warm-up's end, and fills its budget
+    # where the host's speed changes; `save_every` shrinks so that the averaged snapshots fall
+    # inside the decay. It scored level with cosine or above at equal steps (docs/results.md).
+    # cosine: decays to zero at the last step, its count fixed at the warm-up's end.
     # inverse_sqrt: the paper's.
-    schedule: str = "cosine"
+    schedule: str = "wsd"
     decay_share: float = 0.2  # wsd's decay, as a share of the steps (their 20% cooldown)
     warmup_steps: int = 600
     label_smoothing: float = 0.1

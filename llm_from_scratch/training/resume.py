@@ -51,6 +51,10 @@ class OrphanedRunError(UserError):
     """A run directory holds a run's files but no `last.pt` to continue it from."""
 
 
+class ScheduleChangedError(UserError):
+    """An unfinished run was asked to continue under another learning-rate schedule."""
+
+
 @dataclass(frozen=True)
 class SavedRun:
     """The file a run continues from: its entries, and what they say about the run."""
@@ -123,7 +127,36 @@ def read_saved_run(run_dir: RunDir, cfg: TrainingConfig) -> SavedRun | None:
             f"{path} cannot continue the run (it lacks {', '.join(missing)}: it predates "
             f"snapshots that can); {NEW_RUN}"
         )
-    return SavedRun.of(path, state)
+    saved = SavedRun.of(path, state)
+    check_schedule_kept(saved, cfg, run_dir)
+    return saved
+
+
+def schedule_settings(cfg: TrainingConfig) -> dict[str, Any]:
+    """The settings that shape the learning rate's curve beside the steps and warm-up a plan
+    sets."""
+    return {"schedule": cfg.schedule} | (
+        {"decay_share": cfg.decay_share} if cfg.schedule == "wsd" else {}
+    )
+
+
+def check_schedule_kept(saved: SavedRun, cfg: TrainingConfig, run_dir: RunDir) -> None:
+    """Refuse to continue an unfinished run under another schedule than it trained with (a
+    command's, or a default changed since it started): its steps so far followed another curve,
+    and the run would be one that no uninterrupted run trains. A finished run's differences are
+    `finished.py`'s to name."""
+    if saved.finished:
+        return
+    kept, asked = schedule_settings(saved.training), schedule_settings(cfg)
+    if kept != asked:
+        trained, told = (
+            " ".join(f"training.{key}={value}" for key, value in settings.items())
+            for settings in (kept, asked)
+        )
+        raise ScheduleChangedError(
+            f"{run_dir} trained to step {saved.progress.step} with {trained}, and this command "
+            f"says {told}: add {trained} to continue it, or {NEW_RUN}"
+        )
 
 
 def _required(run_dir: RunDir, path: Path) -> tuple[str, ...]:

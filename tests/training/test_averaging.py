@@ -37,12 +37,12 @@ def test_average_of_state_dicts_is_the_elementwise_mean():
 
 @pytest.fixture(scope="module")
 def trained_run(copy_task, tmp_path_factory):
-    """10 steps saving every 2 and keeping 3 snapshots."""
+    """10 steps saving every 2 and keeping 3 snapshots (cosine's spacing, as written)."""
     config, data, _ = copy_task
     run_dir = tmp_path_factory.mktemp("averaged_run")
     training = dataclasses.replace(
         config.training, precision="fp32", device="cpu", max_steps=10, save_every=2,
-        eval_every=1000, keep_snapshots=3,
+        eval_every=1000, keep_snapshots=3, schedule="cosine",
     )  # fmt: skip
     paths = dataclasses.replace(config.paths, run_dir=str(run_dir))
     cfg = dataclasses.replace(config, paths=paths, training=training)
@@ -75,7 +75,7 @@ def test_a_run_writes_only_the_snapshots_it_averages_and_last_pt_as_often_as_ask
     config, data, _ = copy_task
     settings = {
         "precision": "fp32", "device": "cpu", "max_steps": 10, "warmup_steps": 3,
-        "save_every": 2, "eval_every": 1000, "keep_snapshots": 3,
+        "save_every": 2, "eval_every": 1000, "keep_snapshots": 3, "schedule": "cosine",
     }  # fmt: skip
 
     def run_config(name: str, **changes) -> object:

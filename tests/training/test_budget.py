@@ -40,6 +40,8 @@ from llm_from_scratch.training.validation import Validator
 
 from .test_trainer import Run, crashing_after_step, fp32
 
+# The default recipe's lengths under cosine, whose count a plan fixes at the warm-up's end: the
+# arithmetic below; wsd's re-plans and snapshot spacing are tests/training/test_wsd.py's.
 DEFAULT = TrainingConfig(
     max_steps=4200,
     warmup_steps=600,
@@ -47,6 +49,7 @@ DEFAULT = TrainingConfig(
     save_every=250,
     keep_snapshots=5,
     short_run=None,
+    schedule="cosine",
 )
 WITH_SHORT_RUN = dataclasses.replace(
     DEFAULT,
@@ -210,7 +213,12 @@ def test_a_cap_below_the_recipe_scales_its_warmup_as_a_budget_does():
     program reads from the config without the cap) shrinks the warm-up and the snapshot interval
     in proportion, so the re-plan at the warm-up's end comes early, not at the last step."""
     general = TrainingConfig(
-        max_steps=30000, warmup_steps=3000, save_every=1500, eval_every=2000, short_run=None
+        max_steps=30000,
+        warmup_steps=3000,
+        save_every=1500,
+        eval_every=2000,
+        short_run=None,
+        schedule="cosine",  # the snapshot interval as scaled (wsd's would shrink into its decay)
     )
     capped = dataclasses.replace(general, max_steps=3000, recipe_steps=30000)
     fast = Costs(step=0.3, validation=8.0, save=0.2, averaging=9.0)
@@ -395,7 +403,8 @@ def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
         return loader(self, *args, **kwargs)
 
     monkeypatch.setattr(type(data), "train_loader", spy)
-    settings = {"max_time": "35", "max_steps": 200, "short_run": short}
+    # cosine: a clock a second a reading leaves wsd's decay of a few steps a save at each
+    settings = {"max_time": "35", "max_steps": 200, "short_run": short, "schedule": "cosine"}
     trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
@@ -437,7 +446,8 @@ def test_a_budgeted_short_run_longer_than_the_recipes_step_budget_is_reproducibl
 ):
     config, data, _ = copy_task
     short = ShortRunConfig(max_steps=10, min_default_steps=1000, batch_tokens=300, save_every=0.25)
-    settings = {"max_time": "35", "max_steps": 200, "short_run": short}
+    # cosine: a clock a second a reading leaves wsd's decay of a few steps a save at each
+    settings = {"max_time": "35", "max_steps": 200, "short_run": short, "schedule": "cosine"}
     trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()

@@ -79,9 +79,11 @@ LAST_LOG_STEP = STEPS // LOG_EVERY + 1  # step 1 is logged too
 
 def test_no_update_between_log_steps_reads_a_tensor_on_the_host(copy_task, tmp_path, monkeypatch):
     config, data, _ = copy_task
+    # no save between the log steps: cosine's (wsd would snapshot its decay's steps)
     cfg = fp32(
-        config, tmp_path, max_steps=STEPS, log_every=LOG_EVERY, eval_every=1000, save_every=1000
-    )
+        config, tmp_path, max_steps=STEPS, log_every=LOG_EVERY, eval_every=1000,
+        save_every=1000, schedule="cosine",
+    )  # fmt: skip
     trainer = Trainer(cfg, data)
     with counting_reads(monkeypatch) as counter:
         trainer.fit(counter)

@@ -23,7 +23,15 @@ from tests.training.test_trainer import (
     run_trainer,
 )
 
-SETTINGS = {"max_steps": 4, "eval_every": 2, "save_every": 2, "keep_snapshots": 3}
+# Snapshots every `save_every` steps as written: cosine's (wsd's shrink into its decay is
+# tests/training/test_wsd.py's).
+SETTINGS = {
+    "max_steps": 4,
+    "eval_every": 2,
+    "save_every": 2,
+    "keep_snapshots": 3,
+    "schedule": "cosine",
+}
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +101,7 @@ def test_a_finished_run_without_last_pt_is_still_finished_from_its_snapshot(copi
 def test_resume_from_snapshot_restores_all_but_the_optimizer(copy_task, tmp_path, monkeypatch):
     config, data, _ = copy_task
     run_dir = tmp_path / "run"
-    config = fp32(config, run_dir, max_steps=8, eval_every=3, save_every=2, keep_snapshots=3)
+    config = fp32(config, run_dir, **{**SETTINGS, "max_steps": 8, "eval_every": 3})
     with crashing_after_step(monkeypatch, 5):  # last.pt and the newest snapshot: step 4
         Trainer(config, data).fit()  # a new run
     last = load_checkpoint(run_dir / "last.pt")

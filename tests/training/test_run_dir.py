@@ -21,9 +21,13 @@ from llm_from_scratch.programs.train import translate_command
 from llm_from_scratch.training import trainer as trainer_module
 from llm_from_scratch.training.distributed import Distributed
 from llm_from_scratch.training.lock import RunDirError, claim
-from llm_from_scratch.training.resume import FinishedRunError, discard_snapshots_after
+from llm_from_scratch.training.resume import (
+    FinishedRunError,
+    ScheduleChangedError,
+    discard_snapshots_after,
+)
 from llm_from_scratch.training.tokenizers import load_or_train_tokenizers
-from tests.training.test_trainer import Crash, Run, finished_run_of, fp32
+from tests.training.test_trainer import Crash, Run, crashing_after_step, finished_run_of, fp32
 
 from .commands import copy_task_overrides, run_train_script
 
@@ -115,6 +119,31 @@ def test_snapshots_newer_than_last_pt_are_discarded(tmp_path):
     assert RunDir(tmp_path).snapshot_paths() == []
 
 
+def test_an_unfinished_run_continues_only_under_the_schedule_it_trained_with(
+    copy_task, tmp_path, monkeypatch
+):
+    """A run stopped under cosine and continued by a command without `training.schedule` (the
+    default, wsd, since) is refused, losing nothing; with the schedule it names, it continues."""
+    config, data, _ = copy_task
+    cosine = fp32(config, tmp_path, max_steps=6, eval_every=1000, save_every=2, schedule="cosine")
+    with crashing_after_step(monkeypatch, 3):
+        Run(cosine, data).fit()
+    before = state_of(tmp_path)
+    default = dataclasses.replace(
+        cosine, training=dataclasses.replace(cosine.training, schedule="wsd")
+    )
+    with pytest.raises(ScheduleChangedError) as error:
+        Run(default, data).fit()
+    assert str(error.value) == (
+        f"{tmp_path} trained to step 2 with training.schedule=cosine, and this command says "
+        "training.schedule=wsd training.decay_share=0.2: add training.schedule=cosine to "
+        "continue it, or use another name (name=... or paths.run_dir=...) to start a new run"
+    )
+    assert state_of(tmp_path) == before
+    Run(cosine, data).fit()
+    assert load_checkpoint(tmp_path / "last.pt")["progress"]["step"] == 6
+
+
 # ---- averaged.pt after a kill between a snapshot and last.pt -------------------------------------
 
 
@@ -123,7 +152,10 @@ def test_a_kill_between_the_snapshot_and_last_pt_averages_the_same_snapshots(
     copy_task, tmp_path, monkeypatch
 ):
     config, data, _ = copy_task
-    settings = {"max_steps": 12, "eval_every": 1000, "save_every": 3, "keep_snapshots": 3}
+    settings = {
+        "max_steps": 12, "eval_every": 1000, "save_every": 3, "keep_snapshots": 3,
+        "schedule": "cosine",  # snapshots 3 steps apart, as written
+    }  # fmt: skip
     Run(fp32(config, tmp_path / "straight", **settings), data).fit()
 
     killed = fp32(config, tmp_path / "killed", **settings)
