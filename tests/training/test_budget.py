@@ -403,8 +403,7 @@ def test_where_the_default_recipe_does_not_fit_the_planner_trains_the_short_one(
         return loader(self, *args, **kwargs)
 
     monkeypatch.setattr(type(data), "train_loader", spy)
-    # cosine: a clock a second a reading leaves wsd's decay of a few steps a save at each
-    settings = {"max_time": "35", "max_steps": 200, "short_run": short, "schedule": "cosine"}
+    settings = {"max_time": "35", "max_steps": 200, "short_run": short}
     trainer = Run(budgeted(config, tmp_path / "budget", **settings), data, clock=FakeClock())
     with caplog.at_level("INFO"):
         trainer.fit()
